@@ -1,0 +1,86 @@
+"""The ROS-free twin of ``rt_fusion_msgs/ShmFrame``: where a payload lies in shared memory.
+
+Times are integer nanoseconds everywhere in the core; nodes convert to and from
+``builtin_interfaces/Time`` at the edge.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from rt_fusion.core.errors import RtFusionError
+
+
+class DescriptorError(RtFusionError):
+    """A frame descriptor is inconsistent in itself or with the segment it names."""
+
+    def __init__(self, segment: str, reason: str) -> None:
+        self.segment = segment
+        self.reason = reason
+        super().__init__(f'bad frame descriptor for segment {segment!r}: {reason}')
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class FrameDescriptor:
+    """One payload in a slot of a shared-memory ring.
+
+    Attributes:
+        segment: POSIX shared-memory name (``/dev/shm/<segment>``).
+        segment_epoch_ns: creation time of this instance of the segment [ns since the epoch].
+        boot_id: boot id of the writer's host.
+        slot: slot index in the ring.
+        sequence: writer sequence number (0, 1, 2, ... per ring).
+        generation: seqlock generation of the slot at commit (even).
+        encoding: image encoding, ``'pcm'`` or ``'tensor'``.
+        dtype: numpy dtype string with byte order (``'|u1'``).
+        shape: array shape in elements.
+        size_bytes: payload size [bytes]; must equal product(shape) * itemsize.
+        stamp_ns: hardware time of the sample on the host timeline [ns].
+        hw_stamp_ns: raw device stamp before mapping [ns of device time]; 0 when unknown.
+        available_ns: host time of the commit [ns].
+        frame_id: sensor frame.
+    """
+
+    segment: str
+    segment_epoch_ns: int
+    boot_id: str
+    slot: int
+    sequence: int
+    generation: int
+    encoding: str
+    dtype: str
+    shape: tuple[int, ...]
+    size_bytes: int
+    stamp_ns: int
+    hw_stamp_ns: int = 0
+    available_ns: int = 0
+    frame_id: str = ''
+
+    def check(self) -> None:
+        """Checks the descriptor's own consistency (not against a segment).
+
+        Raises:
+            DescriptorError: naming the first inconsistency found.
+        """
+        if not self.segment or '/' in self.segment:
+            raise DescriptorError(self.segment, 'segment name is empty or contains "/"')
+        if self.slot < 0:
+            raise DescriptorError(self.segment, f'negative slot {self.slot}')
+        if self.generation % 2:
+            raise DescriptorError(self.segment, f'odd generation {self.generation} (mid-write)')
+        try:
+            np.dtype(self.dtype)
+        except TypeError as err:
+            raise DescriptorError(self.segment, f'unknown dtype {self.dtype!r}') from err
+        if any(dim < 0 for dim in self.shape):
+            raise DescriptorError(self.segment, f'negative dimension in shape {self.shape}')
+        expected = math.prod(self.shape) * np.dtype(self.dtype).itemsize
+        if self.size_bytes != expected:
+            raise DescriptorError(
+                self.segment,
+                f'size_bytes {self.size_bytes} != {expected} '
+                f'for shape {self.shape} of {self.dtype}',
+            )

@@ -1,0 +1,1 @@
+"""ROS-free inference backends (ONNX Runtime, PyTorch, TensorRT) behind one interface."""

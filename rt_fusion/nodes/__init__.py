@@ -1,0 +1,1 @@
+"""Thin rclpy adapters: messages <-> core types, one file per node (``<name>_node.py``)."""

@@ -1,0 +1,127 @@
+"""What every rt_fusion node shares: parameter declaration from core dataclasses, and main()."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import rclpy
+from rcl_interfaces.msg import IntegerRange, ParameterDescriptor
+from rclpy.exceptions import (
+    InvalidParameterTypeException,
+    InvalidParameterValueException,
+    ParameterUninitializedException,
+)
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.task import Future
+
+from rt_fusion.core import params
+from rt_fusion.core.errors import ParameterError, RtFusionError
+
+T = TypeVar('T')
+
+_SCALAR = {
+    bool: Parameter.Type.BOOL,
+    int: Parameter.Type.INTEGER,
+    float: Parameter.Type.DOUBLE,
+    str: Parameter.Type.STRING,
+}
+_ARRAY = {
+    bool: Parameter.Type.BOOL_ARRAY,
+    int: Parameter.Type.INTEGER_ARRAY,
+    float: Parameter.Type.DOUBLE_ARRAY,
+    str: Parameter.Type.STRING_ARRAY,
+}
+_INT_MIN, _INT_MAX = -(2**63), 2**63 - 1
+
+
+def _descriptor(field: params.ParamField) -> ParameterDescriptor:
+    spec = field.spec
+    desc = ParameterDescriptor(description=spec.describe())
+    kind = field.item_kind if field.kind is tuple else field.kind
+    # Floats accept integers written in YAML (`rate: 30`); the core converts and checks them.
+    desc.dynamic_typing = kind is float
+    if spec.low is not None or spec.high is not None:
+        if kind is int:
+            desc.integer_range = [
+                IntegerRange(
+                    from_value=int(spec.low) if spec.low is not None else _INT_MIN,
+                    to_value=int(spec.high) if spec.high is not None else _INT_MAX,
+                    step=0,
+                )
+            ]
+        elif kind is float:
+            desc.additional_constraints = (
+                f'range [{spec.low if spec.low is not None else "-inf"}, '
+                f'{spec.high if spec.high is not None else "inf"}]'
+            )
+    if spec.choices:
+        desc.additional_constraints = f'one of {list(spec.choices)}'
+    return desc
+
+
+def declare_params(node: Node, cls: type[T], prefix: str = '') -> T:
+    """Declares every field of the parameter dataclass ``cls`` on ``node`` and reads it back.
+
+    Fields without a default are declared without a value: a parameter file must set them.
+
+    Raises:
+        ParameterError: naming the parameter that is missing, mistyped or out of range.
+    """
+    values: dict[str, Any] = {}
+    for field in params.fields(cls):
+        name = prefix + field.name
+        kind = field.item_kind if field.kind is tuple else field.kind
+        assert kind is not None
+        ptype = (_ARRAY if field.kind is tuple else _SCALAR)[kind]
+        try:
+            if field.required:
+                node.declare_parameter(name, ptype, _descriptor(field))
+            else:
+                default = list(field.default) if field.kind is tuple else field.default
+                node.declare_parameter(name, default, _descriptor(field))
+            values[field.name] = node.get_parameter(name).value
+        except ParameterUninitializedException:
+            values[field.name] = None
+        except (InvalidParameterValueException, InvalidParameterTypeException) as err:
+            raise ParameterError(name, None, str(err)) from err
+    try:
+        return params.build(cls, values)
+    except ParameterError as err:
+        raise ParameterError(prefix + err.name, err.value, err.reason) from err
+
+
+def run(factory: Callable[[], Node], args: Sequence[str] | None = None) -> int:
+    """main() of a node: init, construct, spin, and always clean up. Returns the exit status.
+
+    A node that ends by itself (a tool, a replay) has a ``finished`` future; run() returns when
+    it completes. Other nodes spin until shutdown (Ctrl-C, SIGTERM from launch).
+
+    A :class:`RtFusionError` during construction (a bad parameter, a missing device) is logged
+    as fatal with its message and gives exit status 2, so launch files and tests see why.
+    """
+    rclpy.init(args=list(args) if args is not None else sys.argv)
+    node: Node | None = None
+    status = 0
+    try:
+        node = factory()
+        finished = getattr(node, 'finished', None)
+        if isinstance(finished, Future):
+            rclpy.spin_until_future_complete(node, finished)
+        else:
+            rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except RtFusionError as err:
+        logger = node.get_logger() if node is not None else rclpy.logging.get_logger('rt_fusion')
+        logger.fatal(f'{type(err).__name__}: {err}')
+        print(f'rt_fusion: {type(err).__name__}: {err}', file=sys.stderr, flush=True)
+        status = 2
+    finally:
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown()
+    return status

@@ -1,0 +1,53 @@
+"""ament_python build of rt_fusion: the same file serves colcon on the vehicle and pip here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from setuptools import find_packages, setup
+
+PACKAGE = 'rt_fusion'
+HERE = Path(__file__).resolve().parent
+
+
+def _tree(folder: str) -> list[tuple[str, list[str]]]:
+    """(install dir, files) pairs that install folder/ under share/rt_fusion/folder/."""
+    pairs: dict[str, list[str]] = {}
+    for path in sorted((HERE / folder).rglob('*')):
+        if path.is_file() and '__pycache__' not in path.parts:
+            rel = path.relative_to(HERE)
+            pairs.setdefault(f'share/{PACKAGE}/{rel.parent}', []).append(str(rel))
+    return sorted(pairs.items())
+
+
+NODES = {
+    'frame_probe': 'rt_fusion.nodes.frame_probe_node:main',
+}
+TOOLS = {
+    'rt_fusion_demo': 'rt_fusion_tools.demo:main',
+}
+
+setup(
+    name=PACKAGE,
+    version='0.1.0',
+    packages=[*find_packages(include=[PACKAGE, f'{PACKAGE}.*']), 'rt_fusion_tools'],
+    package_dir={'rt_fusion_tools': 'tools'},
+    package_data={PACKAGE: ['py.typed']},
+    data_files=[
+        ('share/ament_index/resource_index/packages', [f'resource/{PACKAGE}']),
+        (f'share/{PACKAGE}', ['package.xml']),
+        *_tree('launch'),
+        *_tree('config'),
+        *_tree('models'),
+    ],
+    install_requires=['setuptools'],
+    zip_safe=False,
+    maintainer='rt_fusion developers',
+    maintainer_email='dev@rt-fusion.invalid',
+    description='Real-time multi-sensor perception and planning for rclpy.',
+    license='Apache-2.0',
+    tests_require=['pytest'],
+    entry_points={
+        'console_scripts': [f'{name} = {target}' for name, target in {**NODES, **TOOLS}.items()],
+    },
+)

@@ -1,0 +1,172 @@
+"""Shared fixtures: real ROS 2 processes on an isolated domain, and the shared recordings."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = ROOT.parent / 'shared' / 'data'
+_domain_counter = itertools.count()
+
+
+def shared_file(rel: str) -> Path:
+    """A file of ../shared/data, checked against SHA256SUMS; skips the test when absent."""
+    path = SHARED_DATA / rel
+    if not path.is_file():
+        pytest.skip(f'recording {rel} not found under {SHARED_DATA} (the shared data folder)')
+    sums = {}
+    for line in (SHARED_DATA / 'SHA256SUMS').read_text().splitlines():
+        digest, name = line.split(maxsplit=1)
+        sums[name.removeprefix('./')] = digest
+    expected = sums.get(rel)
+    if expected is not None:
+        actual = hashlib.sha256(path.read_bytes()).hexdigest()
+        assert actual == expected, f'{rel}: SHA-256 {actual} does not match SHA256SUMS'
+    return path
+
+
+def ros_env(domain_id: int | None = None) -> dict[str, str]:
+    """Environment for a child ROS process: its own domain, discovery on localhost only."""
+    env = dict(os.environ)
+    if domain_id is None:
+        domain_id = 100 + (os.getpid() * 7 + next(_domain_counter)) % 100
+    env['ROS_DOMAIN_ID'] = str(domain_id)
+    env['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
+    env['PYTHONUNBUFFERED'] = '1'
+    env.setdefault('RCUTILS_LOGGING_BUFFERED_STREAM', '0')
+    return env
+
+
+class Proc:
+    """A child process whose stdout lines are collected by a thread; waits have deadlines."""
+
+    def __init__(self, argv: Sequence[str], env: dict[str, str], name: str) -> None:
+        self.name = name
+        self.argv = list(argv)
+        self.popen = subprocess.Popen(
+            self.argv,
+            env=env,
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            bufsize=1,
+        )
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.stderr: list[str] = []
+        self._threads = [
+            threading.Thread(
+                target=self._pump, args=(self.popen.stdout, self.lines.put), daemon=True
+            ),
+            threading.Thread(
+                target=self._pump, args=(self.popen.stderr, self.stderr.append), daemon=True
+            ),
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    @staticmethod
+    def _pump(stream, sink) -> None:  # type: ignore[no-untyped-def]
+        for line in stream:
+            sink(line.rstrip('\n'))
+
+    def read_line(self, deadline_s: float) -> str | None:
+        """The next stdout line, or None when the deadline passes or the process ended."""
+        end = time.monotonic() + deadline_s
+        while time.monotonic() < end:
+            try:
+                return self.lines.get(timeout=0.05)
+            except queue.Empty:
+                if self.popen.poll() is not None and self.lines.empty():
+                    for thread in self._threads:
+                        thread.join(timeout=1.0)
+                    return self.lines.get_nowait() if not self.lines.empty() else None
+        return None
+
+    def read_until(self, prefix: str, deadline_s: float) -> tuple[list[str], str]:
+        """Lines before the first one starting with ``prefix``, and that line."""
+        end = time.monotonic() + deadline_s
+        before: list[str] = []
+        while True:
+            line = self.read_line(max(0.0, end - time.monotonic()))
+            if line is None:
+                raise AssertionError(
+                    f'{self.name}: no line starting with {prefix!r} before the deadline; '
+                    f'exit={self.popen.poll()} stderr:\n' + '\n'.join(self.stderr[-30:])
+                )
+            if line.startswith(prefix):
+                return before, line
+            before.append(line)
+
+    def summary(self, deadline_s: float = 60.0) -> tuple[list[str], dict]:  # type: ignore[type-arg]
+        """Lines printed before the node's ``SUMMARY {json}`` line, and the parsed summary."""
+        before, line = self.read_until('SUMMARY ', deadline_s)
+        return before, json.loads(line.removeprefix('SUMMARY '))
+
+    def wait(self, timeout_s: float = 30.0) -> int:
+        """Exit status, after at most ``timeout_s``."""
+        return self.popen.wait(timeout=timeout_s)
+
+    def stop(self) -> None:
+        """SIGINT, then SIGKILL if it does not exit within 5 s."""
+        if self.popen.poll() is None:
+            self.popen.send_signal(2)
+            try:
+                self.popen.wait(timeout=5.0)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait()
+
+
+class ProcGroup:
+    """Starts processes on one isolated ROS domain and stops them all at the end of a test."""
+
+    def __init__(self) -> None:
+        self.env = ros_env()
+        self.procs: list[Proc] = []
+
+    def node(
+        self,
+        module: str,
+        *ros_args: str,
+        name: str | None = None,
+        env: dict[str, str] | None = None,
+    ) -> Proc:
+        """``python -m rt_fusion.nodes.<module> --ros-args <ros_args>``."""
+        argv = [sys.executable, '-m', f'rt_fusion.nodes.{module}']
+        if ros_args:
+            argv += ['--ros-args', *ros_args]
+        return self.spawn(argv, name or module, env)
+
+    def spawn(self, argv: Sequence[str], name: str, env: dict[str, str] | None = None) -> Proc:
+        """Any process, in this group's environment (plus ``env``)."""
+        proc = Proc(argv, {**self.env, **(env or {})}, name)
+        self.procs.append(proc)
+        return proc
+
+    def stop_all(self) -> None:
+        """Stops every process of the group."""
+        for proc in reversed(self.procs):
+            proc.stop()
+
+
+@pytest.fixture
+def procs() -> Iterator[ProcGroup]:
+    """Real processes on a ROS domain of their own, stopped after the test."""
+    group = ProcGroup()
+    try:
+        yield group
+    finally:
+        group.stop_all()

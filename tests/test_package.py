@@ -1,0 +1,156 @@
+"""The package itself: manifest, ROS-free core, and the environment that `make setup` builds."""
+
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from catkin_pkg.package import parse_package
+
+from tests.conftest import ROOT
+
+# Top-level module imported by rt_fusion -> the package.xml key that provides it.
+MODULE_TO_KEY = {
+    'rclpy': 'rclpy',
+    'builtin_interfaces': 'builtin_interfaces',
+    'std_msgs': 'std_msgs',
+    'sensor_msgs': 'sensor_msgs',
+    'geometry_msgs': 'geometry_msgs',
+    'nav_msgs': 'nav_msgs',
+    'diagnostic_msgs': 'diagnostic_msgs',
+    'rosgraph_msgs': 'rosgraph_msgs',
+    'lifecycle_msgs': 'lifecycle_msgs',
+    'rcl_interfaces': 'rclpy',  # shipped with rclpy's runtime
+    'rt_fusion_msgs': 'rt_fusion_msgs',
+    'numpy': 'python3-numpy',
+    'yaml': 'python3-yaml',
+    'scipy': 'python3-scipy',
+    'cv2': 'python3-opencv',
+    'serial': 'python3-serial',
+    'can': 'python3-can',
+    'matplotlib': 'python3-matplotlib',
+    'rich': 'python3-rich',
+    'cantools': 'python3-cantools-pip',
+    'sounddevice': 'python3-sounddevice-pip',
+    'rosbags': 'python3-rosbags-pip',
+    'onnx': 'python3-onnx-pip',
+    'onnxruntime': 'python3-onnxruntime-pip',
+}
+# Optional accelerators: imported lazily where present, never required by the package.
+OPTIONAL = {'torch', 'tensorrt', 'pycuda', 'cuda', 'cupy', 'onnx2torch'}
+IMPORT_CHECK = 'import rclpy, rt_fusion, rt_fusion_msgs.msg; print(rt_fusion_msgs.msg.ShmFrame)'
+ROS_MODULES = {'rclpy', 'rcl_interfaces', 'rosidl_runtime_py', 'launch', 'launch_ros'}
+
+
+def _imports(path: Path) -> set[str]:
+    """Top-level names of every absolute import in a Python file (lazy imports included)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split('.')[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split('.')[0])
+    return names
+
+
+def _full_imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module)
+    return names
+
+
+@pytest.mark.parametrize('folder', ['rt_fusion/core', 'rt_fusion/inference'])
+def test_core_and_inference_never_import_ros(folder: str) -> None:
+    offenders = []
+    for path in sorted((ROOT / folder).rglob('*.py')):
+        for name in _full_imports(path):
+            top = name.split('.')[0]
+            if top in ROS_MODULES or top.endswith('_msgs') or name.startswith('rt_fusion.nodes'):
+                offenders.append(f'{path.relative_to(ROOT)}: import {name}')
+    assert not offenders, 'ROS imports in the ROS-free core:\n' + '\n'.join(offenders)
+
+
+def test_core_scan_catches_a_ros_import(tmp_path: Path) -> None:
+    # The scan itself must see imports hidden in functions and `from x.y import z` forms.
+    probe = tmp_path / 'probe.py'
+    probe.write_text('def f():\n    from sensor_msgs.msg import Image\n    import rclpy.node\n')
+    assert _full_imports(probe) == {'sensor_msgs.msg', 'rclpy.node'}
+
+
+def test_package_xml_is_valid_format_3() -> None:
+    pkg = parse_package(str(ROOT / 'package.xml'))  # raises InvalidPackage when invalid
+    pkg.validate()
+    assert pkg.package_format == 3
+    assert pkg.name == 'rt_fusion'
+    assert pkg.get_build_type() == 'ament_python'
+    msgs = parse_package(str(ROOT / 'ros2_ws/src/rt_fusion_msgs/package.xml'))
+    msgs.validate()
+    assert msgs.package_format == 3
+    assert msgs.get_build_type() == 'ament_cmake'
+
+
+def test_package_xml_lists_every_imported_dependency() -> None:
+    pkg = parse_package(str(ROOT / 'package.xml'))
+    declared = {dep.name for dep in pkg.exec_depends + pkg.build_depends}
+    declared |= {dep.name for dep in pkg.test_depends}
+    first_party = {'rt_fusion', 'rt_fusion_tools', 'tests'}
+    missing: dict[str, list[str]] = {}
+    for folder in ('rt_fusion', 'tools', 'launch'):
+        for path in sorted((ROOT / folder).rglob('*.py')):
+            for name in _imports(path):
+                if name in sys.stdlib_module_names or name in first_party or name in OPTIONAL:
+                    continue
+                key = MODULE_TO_KEY.get(name)
+                if key is None or key not in declared:
+                    missing.setdefault(name, []).append(str(path.relative_to(ROOT)))
+    assert not missing, f'imports without a package.xml dependency: {missing}'
+    for required in (
+        'rclpy',
+        'std_msgs',
+        'sensor_msgs',
+        'geometry_msgs',
+        'nav_msgs',
+        'diagnostic_msgs',
+        'rt_fusion_msgs',
+    ):
+        assert required in declared
+    assert 'python3-pytest' in {dep.name for dep in pkg.test_depends}
+
+
+def test_venv_imports_ros_and_rt_fusion_without_sourcing_anything() -> None:
+    # A shell with nothing sourced and no ROS variables: only PATH and HOME.
+    python = ROOT / '.venv' / 'bin' / 'python'
+    if not python.exists():
+        pytest.skip('no .venv: run `make setup`')
+    env = {'PATH': '/usr/bin:/bin', 'HOME': os.environ.get('HOME', '/tmp')}
+    out = subprocess.run(
+        [
+            str(python),
+            '-c',
+            IMPORT_CHECK,
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    assert 'rt_fusion_msgs.msg._shm_frame.ShmFrame' in out.stdout
+
+
+def test_colcon_workspace_links_the_root_package() -> None:
+    link = ROOT / 'ros2_ws' / 'src' / 'rt_fusion'
+    assert link.is_symlink()
+    assert link.resolve() == ROOT
+    assert (ROOT / 'ros2_ws/src/rt_fusion_msgs/msg/ShmFrame.msg').is_file()

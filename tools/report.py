@@ -1,0 +1,128 @@
+"""What every tool prints and writes: latency tables, the RESULT line, PNG plots, JSON results.
+
+Convention for tools/: a human-readable table, then one final line
+``RESULT key=value key=value ...`` that scripts parse.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from rich.console import Console
+from rich.table import Table
+
+from rt_fusion.core.latency import LatencySummary, summarize_ns
+
+console = Console(highlight=False)
+
+
+def _fmt(value: float) -> str:
+    if math.isnan(value):
+        return '-'
+    return f'{value:,.1f}' if value < 10_000 else f'{value:,.0f}'
+
+
+def latency_table(
+    title: str,
+    rows: Mapping[str, LatencySummary],
+    baseline: str | None = None,
+    extra: Mapping[str, Mapping[str, str]] | None = None,
+) -> Table:
+    """A table of P50/P99/max [µs] per path; with ``baseline``, the P99 ratio baseline/row."""
+    table = Table(title=title, title_justify='left')
+    table.add_column('path')
+    table.add_column('n', justify='right')
+    for name in ('P50 µs', 'P90 µs', 'P99 µs', 'max µs'):
+        table.add_column(name, justify='right')
+    if baseline is not None:
+        table.add_column(f'P99 ×faster than {baseline}', justify='right')
+    extra_cols = sorted({key for cols in (extra or {}).values() for key in cols})
+    for key in extra_cols:
+        table.add_column(key, justify='right')
+    base = rows.get(baseline) if baseline is not None else None
+    for name, s in rows.items():
+        cells = [
+            name,
+            str(s.count),
+            _fmt(s.p50_us),
+            _fmt(s.p90_us),
+            _fmt(s.p99_us),
+            _fmt(s.max_us),
+        ]
+        if baseline is not None:
+            ratio = base.p99_us / s.p99_us if base is not None and s.p99_us > 0 else float('nan')
+            cells.append('-' if math.isnan(ratio) else f'{ratio:,.1f}×')
+        cells += [(extra or {}).get(name, {}).get(key, '') for key in extra_cols]
+        table.add_row(*cells)
+    return table
+
+
+def result_line(**values: Any) -> str:
+    """``RESULT k=v ...`` (floats with 3 significant decimals), printed and returned."""
+    parts = []
+    for key, value in values.items():
+        text = str(value)
+        if isinstance(value, float):
+            text = 'nan' if math.isnan(value) else f'{value:.3f}'.rstrip('0').rstrip('.')
+        parts.append(f'{key}={text}')
+    line = 'RESULT ' + ' '.join(parts)
+    print(line, flush=True)
+    return line
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Writes ``data`` as indented JSON, creating the folder."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2, sort_keys=True, default=_json_default) + '\n')
+
+
+def _json_default(obj: object) -> object:
+    if isinstance(obj, LatencySummary):
+        return obj.as_dict()
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    raise TypeError(f'not JSON serialisable: {type(obj).__name__}')
+
+
+def plot_latency(
+    path: Path, samples_ns: Mapping[str, npt.ArrayLike], title: str, log_x: bool = True
+) -> None:
+    """PNG: empirical CDF of each path's latency, with P50/P99 marked."""
+    import matplotlib  # noqa: PLC0415 - plotting is optional work, imported when asked
+
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    fig, ax = plt.subplots(figsize=(9, 5), dpi=110)
+    for name, samples in samples_ns.items():
+        arr = np.sort(np.asarray(samples, dtype=np.float64)) / 1e3
+        if arr.size == 0:
+            continue
+        s = summarize_ns(np.asarray(samples))
+        ax.step(
+            arr,
+            np.arange(1, arr.size + 1) / arr.size,
+            where='post',
+            label=f'{name}: P50 {_fmt(s.p50_us)} µs, P99 {_fmt(s.p99_us)} µs',
+        )
+    ax.axhline(0.99, color='grey', lw=0.6, ls=':')
+    ax.axhline(0.5, color='grey', lw=0.6, ls=':')
+    if log_x:
+        ax.set_xscale('log')
+    ax.set_xlabel('latency [µs]')
+    ax.set_ylabel('fraction of samples ≤ latency')
+    ax.set_title(title)
+    ax.grid(True, which='both', alpha=0.3)
+    ax.legend(loc='lower right', fontsize=8)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
