@@ -46,7 +46,6 @@ setup(
     maintainer_email='dev@rt-fusion.invalid',
     description='Real-time multi-sensor perception and planning for rclpy.',
     license='Apache-2.0',
-    tests_require=['pytest'],
     entry_points={
         'console_scripts': [f'{name} = {target}' for name, target in {**NODES, **TOOLS}.items()],
     },

@@ -154,3 +154,40 @@ def test_colcon_workspace_links_the_root_package() -> None:
     assert link.is_symlink()
     assert link.resolve() == ROOT
     assert (ROOT / 'ros2_ws/src/rt_fusion_msgs/msg/ShmFrame.msg').is_file()
+
+
+@pytest.mark.slow
+def test_colcon_builds_both_packages_as_on_the_vehicle(tmp_path: Path) -> None:
+    colcon = ROOT / '.venv' / 'bin' / 'colcon'
+    if not colcon.exists():
+        pytest.skip('colcon not installed in .venv')
+    venv = str(ROOT / '.venv')
+    env = {**os.environ, 'AMENT_PREFIX_PATH': venv, 'CMAKE_PREFIX_PATH': venv}
+    out = subprocess.run(
+        [
+            str(colcon),
+            '--log-base',
+            str(tmp_path / 'log'),
+            'build',
+            '--base-paths',
+            'ros2_ws/src',
+            '--build-base',
+            str(tmp_path / 'build'),
+            '--install-base',
+            str(tmp_path / 'install'),
+            '--event-handlers',
+            'console_direct-',
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    install = tmp_path / 'install'
+    assert (install / 'rt_fusion/lib/rt_fusion/frame_probe').is_file()  # for `ros2 run`
+    assert (install / 'rt_fusion/share/rt_fusion/package.xml').is_file()
+    assert (install / 'rt_fusion/share/ament_index/resource_index/packages/rt_fusion').is_file()
+    assert list((install / 'rt_fusion_msgs').rglob('_shm_frame.py'))

@@ -90,7 +90,7 @@ PYINC=$(python -c "import sysconfig; print(sysconfig.get_paths()['include'])")
 NPINC=$(python -c "import numpy; print(numpy.get_include())")
 PYTAG=$(python -c "import sys; print('cp%d%d-cp%d%d' % (sys.version_info[:2] * 2))")
 PYVER=$(python -c "import sys; print('%d.%d' % sys.version_info[:2])")
-grep -rl "/opt/python/$PYTAG/" "$VENV"/share/*/cmake/ 2>/dev/null | xargs -r sed -i \
+{ grep -rl "/opt/python/$PYTAG/" "$VENV"/share/*/cmake/ 2>/dev/null || true; } | xargs -r sed -i \
   -e "s#/opt/python/$PYTAG/include/python$PYVER#$PYINC#g" \
   -e "s#/opt/python/$PYTAG/lib/python$PYVER/site-packages/numpy/_core/include#$NPINC#g"
 export AMENT_PREFIX_PATH=$VENV CMAKE_PREFIX_PATH=$VENV
