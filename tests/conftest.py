@@ -59,6 +59,7 @@ class Proc:
             self.argv,
             env=env,
             cwd=ROOT,
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -114,6 +115,11 @@ class Proc:
         """Lines printed before the node's ``SUMMARY {json}`` line, and the parsed summary."""
         before, line = self.read_until('SUMMARY ', deadline_s)
         return before, json.loads(line.removeprefix('SUMMARY '))
+
+    def close_stdin(self) -> None:
+        """Closes the child's stdin (processes that linger until their stdin ends then exit)."""
+        if self.popen.stdin is not None and not self.popen.stdin.closed:
+            self.popen.stdin.close()
 
     def wait(self, timeout_s: float = 30.0) -> int:
         """Exit status, after at most ``timeout_s``."""

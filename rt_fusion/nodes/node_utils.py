@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -13,7 +14,7 @@ from rclpy.exceptions import (
     InvalidParameterValueException,
     ParameterUninitializedException,
 )
-from rclpy.executors import ExternalShutdownException
+from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.task import Future
@@ -94,12 +95,46 @@ def declare_params(node: Node, cls: type[T], prefix: str = '') -> T:
         raise ParameterError(prefix + err.name, err.value, err.reason) from err
 
 
+EXECUTORS = ('events', 'single')
+
+
+def make_executor(kind: str = 'events') -> Executor:
+    """The executor nodes spin in.
+
+    ``events``: rclpy's EventsExecutor (rclpy.experimental), which dispatches from a C++ event
+    queue instead of rebuilding a wait set in Python for every callback; on our machines it
+    roughly halves the time from a message's arrival to its callback. ``single``: the classic
+    SingleThreadedExecutor, for comparison or where the EventsExecutor is missing (Humble).
+    """
+    if kind == 'events':
+        try:
+            from rclpy.experimental.events_executor import EventsExecutor  # noqa: PLC0415
+        except ImportError:
+            return SingleThreadedExecutor()
+        return EventsExecutor()
+    if kind == 'single':
+        return SingleThreadedExecutor()
+    raise ParameterError('executor', kind, f'must be one of {list(EXECUTORS)}')
+
+
+def spin(executor: Executor, finished: object = None) -> None:
+    """Spins until shutdown, or until ``finished`` (a Future) is done.
+
+    Always through ``spin_once`` with a timeout: rclpy 9.1.2's EventsExecutor busy-loops in
+    ``spin()`` and ``spin_until_future_complete()`` without a timeout and then ignores SIGINT.
+    """
+    done = finished.done if isinstance(finished, Future) else (lambda: False)
+    while rclpy.ok() and not done():
+        executor.spin_once(timeout_sec=0.1)
+
+
 def run(factory: Callable[[], Node], args: Sequence[str] | None = None) -> int:
     """main() of a node: init, construct, spin, and always clean up. Returns the exit status.
 
     A node that ends by itself (a tool, a replay) has a ``finished`` future; run() returns when
     it completes. Other nodes spin until shutdown (Ctrl-C, SIGTERM from launch).
 
+    The executor is :func:`make_executor`'s default (``RT_FUSION_EXECUTOR`` picks another).
     A :class:`RtFusionError` during construction (a bad parameter, a missing device) is logged
     as fatal with its message and gives exit status 2, so launch files and tests see why.
     """
@@ -108,11 +143,9 @@ def run(factory: Callable[[], Node], args: Sequence[str] | None = None) -> int:
     status = 0
     try:
         node = factory()
-        finished = getattr(node, 'finished', None)
-        if isinstance(finished, Future):
-            rclpy.spin_until_future_complete(node, finished)
-        else:
-            rclpy.spin(node)
+        executor = make_executor(os.environ.get('RT_FUSION_EXECUTOR', 'events'))
+        executor.add_node(node)
+        spin(executor, getattr(node, 'finished', None))
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except RtFusionError as err:

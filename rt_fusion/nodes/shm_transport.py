@@ -1,0 +1,511 @@
+"""rclpy side of the shared-memory transport: ShmPublisher and ShmSubscription.
+
+Topic layout for a stream published at ``<topic>`` (e.g. ``~/out/image``), after remapping
+(the base name is resolved first, then suffixed, as image_transport does, so one remap rule
+``~/out/image:=/camera/image`` moves both topics):
+
+- ``<topic>/shm``: ``rt_fusion_msgs/ShmFrame`` descriptors, one per committed frame;
+- ``<topic>``: the full standard message (``sensor_msgs/Image`` for images), published only
+  while something subscribes to it (rviz, a recorder, a reader on another host) or when the
+  publisher's ``transport`` is ``ros``. Its ``publish()`` costs ~4 ms for a 1080p frame here,
+  which is why it is not sent unasked.
+
+A :class:`ShmSubscription` takes frames from whichever path works:
+
+- ``shm``: descriptors over rclpy, payload mapped from /dev/shm (zero copy);
+- ``fast``: same host, waiting on the ring's futex in a thread (no rclpy hop): enabled with
+  ``fast_path=True``; it starts after the first descriptor (which names the segment) and then
+  delivers every following frame itself, in sequence order;
+- ``ros``: the full message, when ``transport='ros'`` or when the segment cannot be mapped
+  (another host or boot, another user, not found) with ``transport='auto'``.
+
+Descriptor QoS: reliable, keep-last = the ring's slot count. A descriptor is ~200 bytes, so
+reliability costs nothing here, and a deeper queue would only hold frames the ring has already
+overwritten.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+from rclpy.duration import Duration
+from rclpy.node import Node
+from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+from rclpy.subscription import Subscription
+from rt_fusion_msgs.msg import ShmFrame
+from sensor_msgs.msg import Image
+
+from rt_fusion.core import linux
+from rt_fusion.core.frame import DescriptorError, FrameDescriptor
+from rt_fusion.core.shm import (
+    FrameView,
+    Overrun,
+    SegmentLayoutError,
+    SegmentNotFoundError,
+    SegmentOwnerError,
+    ShmError,
+    ShmRingReader,
+    ShmRingWriter,
+    StaleSegmentError,
+    WriteSlot,
+)
+from rt_fusion.nodes.conversions import (
+    descriptor_to_msg,
+    msg_to_descriptor,
+    ns_to_time,
+    time_to_ns,
+)
+
+TRANSPORTS = ('shm', 'ros', 'auto')
+
+# sensor_msgs/Image encodings <-> (dtype, channels)
+_IMAGE_ENCODINGS: dict[str, tuple[str, int]] = {
+    'rgb8': ('|u1', 3),
+    'bgr8': ('|u1', 3),
+    'rgba8': ('|u1', 4),
+    'bgra8': ('|u1', 4),
+    'mono8': ('|u1', 1),
+    'mono16': ('<u2', 1),
+    '8UC1': ('|u1', 1),
+    '8UC3': ('|u1', 3),
+    '16UC1': ('<u2', 1),
+    '32FC1': ('<f4', 1),
+    '32FC3': ('<f4', 3),
+}
+
+
+class PayloadCodec(Protocol):
+    """Converts a payload to and from the full standard message of the fallback path."""
+
+    msg_type: type
+
+    def to_msg(self, array: npt.NDArray[Any], desc: FrameDescriptor, msg: Any) -> Any:
+        """Fills ``msg`` with the payload and its stamps."""
+
+    def from_msg(self, msg: Any) -> tuple[npt.NDArray[Any], FrameDescriptor]:
+        """Payload view and a descriptor (no segment) of a full message."""
+
+
+class ImageCodec:
+    """``sensor_msgs/Image`` for image payloads (height, width[, channels])."""
+
+    msg_type = Image
+
+    def to_msg(self, array: npt.NDArray[Any], desc: FrameDescriptor, msg: Image) -> Image:
+        """Copies the frame into ``msg.data`` (the ~4 ms that the shm path avoids)."""
+        msg.header.stamp = ns_to_time(desc.stamp_ns)
+        msg.header.frame_id = desc.frame_id
+        msg.height, msg.width = int(array.shape[0]), int(array.shape[1])
+        msg.encoding = desc.encoding
+        msg.is_bigendian = 0
+        msg.step = (
+            int(array.strides[0])
+            if array.flags.c_contiguous
+            else msg.width * int(np.prod(array.shape[2:], dtype=np.int64)) * array.itemsize
+        )
+        msg.data = np.ascontiguousarray(array).tobytes()
+        return msg
+
+    def from_msg(self, msg: Image) -> tuple[npt.NDArray[Any], FrameDescriptor]:
+        """A read-only view of ``msg.data`` shaped as the image."""
+        if msg.encoding not in _IMAGE_ENCODINGS:
+            raise DescriptorError('', f'image encoding {msg.encoding!r} not supported')
+        dtype, channels = _IMAGE_ENCODINGS[msg.encoding]
+        dt = np.dtype(dtype)
+        if dt.itemsize > 1:
+            dt = dt.newbyteorder('>' if msg.is_bigendian else '<')
+        shape = (msg.height, msg.width) if channels == 1 else (msg.height, msg.width, channels)
+        flat = np.frombuffer(msg.data, np.uint8)
+        row = msg.width * channels * dt.itemsize
+        if msg.step < row or flat.size < msg.step * msg.height:
+            raise DescriptorError('', f'image step {msg.step} / size {flat.size} too small')
+        rows = flat[: msg.step * msg.height].reshape(msg.height, msg.step)[:, :row]
+        array = np.ascontiguousarray(rows).view(dt).reshape(shape)
+        array.flags.writeable = False
+        desc = FrameDescriptor(
+            segment='',
+            segment_epoch_ns=0,
+            boot_id='',
+            slot=0,
+            sequence=0,
+            generation=0,
+            encoding=msg.encoding,
+            dtype=dt.str,
+            shape=shape,
+            size_bytes=array.nbytes,
+            stamp_ns=time_to_ns(msg.header.stamp),
+            frame_id=msg.header.frame_id,
+        )
+        return array, desc
+
+
+class ShmPublisher:
+    """A ring in /dev/shm plus the descriptor publisher (and the full message when asked for).
+
+    Args:
+        node: owning node.
+        topic: base topic; descriptors go to ``<topic>/shm``, full messages to ``<topic>``.
+        segment: ring name in /dev/shm.
+        slot_size: payload capacity of a slot [bytes].
+        slot_count: slots in the ring.
+        transport: ``shm`` (ring + descriptors, full message on demand) or ``ros`` (full
+            messages only, no ring).
+        codec: full-message converter (default: images).
+        full_qos: QoS of the full message (default: sensor data, best effort).
+    """
+
+    def __init__(
+        self,
+        node: Node,
+        topic: str,
+        segment: str,
+        slot_size: int,
+        slot_count: int,
+        *,
+        frame_id: str = '',
+        transport: str = 'shm',
+        codec: PayloadCodec | None = None,
+        full_qos: QoSProfile | None = None,
+    ) -> None:
+        if transport not in ('shm', 'ros'):
+            raise ShmError(segment, f'publisher transport {transport!r} not in (shm, ros)')
+        self.node = node
+        self.topic = node.resolve_topic_name(topic)
+        self.transport = transport
+        self.codec: PayloadCodec = codec or ImageCodec()
+        self.frame_id = frame_id
+        self.ring: ShmRingWriter | None = None
+        self._desc_pub = None
+        if transport == 'shm':
+            self.ring = ShmRingWriter.create(segment, slot_size, slot_count, frame_id=frame_id)
+            if self.ring.replaced_stale:
+                node.get_logger().warning(
+                    f'replaced a stale segment {segment!r} left by a writer that is gone'
+                )
+            qos = QoSProfile(depth=slot_count, reliability=ReliabilityPolicy.RELIABLE)
+            self._desc_pub = node.create_publisher(ShmFrame, f'{self.topic}/shm', qos)
+        self._full_pub = node.create_publisher(
+            self.codec.msg_type, self.topic, full_qos or qos_profile_sensor_data
+        )
+        self._desc_msg = ShmFrame()
+        self._full_msg = self.codec.msg_type()
+        self.published = 0
+        self._sequence = 0
+        self._scratch: npt.NDArray[Any] | None = None
+
+    def acquire(self, shape: tuple[int, ...], dtype: npt.DTypeLike, encoding: str) -> WriteSlot:
+        """A writable array to produce the next frame into (a ring slot, or a private buffer)."""
+        if self.ring is not None:
+            return self.ring.acquire(shape, dtype, encoding)
+        dt = np.dtype(dtype)
+        if self._scratch is None or self._scratch.shape != shape or self._scratch.dtype != dt:
+            self._scratch = np.empty(shape, dt)
+        return WriteSlot(0, self._sequence, self._scratch, encoding)
+
+    def commit(self, ws: WriteSlot, stamp_ns: int, hw_stamp_ns: int = 0) -> FrameDescriptor:
+        """Commits the frame and publishes its descriptor (and the full message when wanted).
+
+        The availability stamp is host wall-clock time (never sim time): it measures transport
+        latency between processes on one host.
+        """
+        now = time.time_ns()
+        if self.ring is not None:
+            desc = self.ring.commit(ws, stamp_ns, now, hw_stamp_ns, self.frame_id)
+            assert self._desc_pub is not None
+            self._desc_pub.publish(descriptor_to_msg(desc, self._desc_msg))
+        else:
+            desc = FrameDescriptor(
+                segment='',
+                segment_epoch_ns=0,
+                boot_id='',
+                slot=0,
+                sequence=ws.sequence,
+                generation=0,
+                encoding=ws.encoding,
+                dtype=ws.array.dtype.str,
+                shape=tuple(ws.array.shape),
+                size_bytes=ws.array.nbytes,
+                stamp_ns=stamp_ns,
+                hw_stamp_ns=hw_stamp_ns,
+                available_ns=now,
+                frame_id=self.frame_id,
+            )
+            self._sequence += 1
+        if self.transport == 'ros' or self._full_pub.get_subscription_count() > 0:
+            self._full_pub.publish(self.codec.to_msg(ws.array, desc, self._full_msg))
+        self.published += 1
+        return desc
+
+    def publish(
+        self, array: npt.NDArray[Any], encoding: str, stamp_ns: int, hw_stamp_ns: int = 0
+    ) -> FrameDescriptor:
+        """Copies ``array`` into the next slot and publishes it."""
+        ws = self.acquire(array.shape, array.dtype, encoding)
+        np.copyto(ws.array, array)
+        return self.commit(ws, stamp_ns, hw_stamp_ns)
+
+    def subscriber_count(self) -> int:
+        """Subscribers of the descriptors and of the full message together."""
+        desc = self._desc_pub.get_subscription_count() if self._desc_pub is not None else 0
+        return desc + self._full_pub.get_subscription_count()
+
+    def wait_for_all_acked(self, timeout_s: float) -> bool:
+        """Reliable subscribers have everything published so far (or the timeout passed)."""
+        ok = True
+        for pub in (self._desc_pub, self._full_pub):
+            if pub is not None:
+                ok &= pub.wait_for_all_acked(Duration(nanoseconds=int(timeout_s * 1e9)))
+        return ok
+
+    def close(self) -> None:
+        """Closes and unlinks the ring (idempotent)."""
+        if self.ring is not None:
+            self.ring.close()
+            self.ring = None
+
+
+@dataclasses.dataclass(slots=True)
+class FullFrame:
+    """A frame that came as a full message: owns its data, always valid."""
+
+    desc: FrameDescriptor
+    array: npt.NDArray[Any]
+
+    def valid(self) -> bool:
+        """Always True: the message's memory is the subscriber's own."""
+        return True
+
+    def release(self) -> bool:
+        """Always True."""
+        return True
+
+
+Received = FrameView | FullFrame
+
+
+@dataclasses.dataclass
+class SubscriptionStats:
+    """Counters of a ShmSubscription (for diagnostics)."""
+
+    delivered: int = 0
+    delivered_fast: int = 0
+    delivered_full: int = 0
+    overruns: int = 0
+    stale: int = 0
+    torn: int = 0
+    bad_descriptors: int = 0
+    reattached: int = 0
+    last_error: str = ''
+
+
+class ShmSubscription:
+    """Delivers frames of a ShmPublisher stream to ``callback(frame, path)``.
+
+    ``frame`` has ``array`` (read-only numpy), ``desc`` and ``valid()``; ``path`` is ``'shm'``,
+    ``'fast'`` or ``'ros'``. Frames older than the last delivered one and overwritten frames
+    are dropped and counted; a frame overwritten while the callback ran is counted as torn
+    (callbacks that keep results should check ``frame.valid()`` themselves).
+
+    Args:
+        node: owning node.
+        topic: base topic of the stream (see module docstring).
+        callback: called for every delivered frame.
+        transport: ``auto`` (shm if the segment can be mapped, else the full message), ``shm``
+            (never the full message), ``ros`` (only the full message).
+        fast_path: deliver from the ring's futex in a thread instead of the rclpy callback.
+        depth: descriptor queue depth (default 8).
+    """
+
+    def __init__(
+        self,
+        node: Node,
+        topic: str,
+        callback: Callable[[Received, str], None],
+        *,
+        transport: str = 'auto',
+        fast_path: bool = False,
+        depth: int = 8,
+        codec: PayloadCodec | None = None,
+        full_qos: QoSProfile | None = None,
+        owner_uid: int | None = None,
+    ) -> None:
+        if transport not in TRANSPORTS:
+            raise ShmError(topic, f'transport {transport!r} not in {TRANSPORTS}')
+        self.node = node
+        self.topic = node.resolve_topic_name(topic)
+        self.callback = callback
+        self.transport = transport
+        self.fast_path = fast_path and transport != 'ros'
+        self.codec: PayloadCodec = codec or ImageCodec()
+        self.full_qos = full_qos or qos_profile_sensor_data
+        self.owner_uid = owner_uid
+        self.stats = SubscriptionStats()
+        self.active_path = 'ros' if transport == 'ros' else 'shm'
+        self._boot_id = linux.boot_id()
+        self._readers: dict[str, ShmRingReader] = {}
+        self._last_seq: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._desc_sub: Subscription[Any] | None = None
+        self._full_sub: Subscription[Any] | None = None
+        if transport == 'ros':
+            self._subscribe_full()
+        else:
+            qos = QoSProfile(depth=depth, reliability=ReliabilityPolicy.RELIABLE)
+            self._desc_sub = node.create_subscription(
+                ShmFrame, f'{self.topic}/shm', self._on_desc, qos
+            )
+
+    # -- rclpy path ----------------------------------------------------------------------------
+
+    def _subscribe_full(self) -> None:
+        if self._full_sub is None:
+            self._full_sub = self.node.create_subscription(
+                self.codec.msg_type, self.topic, self._on_full, self.full_qos
+            )
+
+    def _fall_back(self, reason: str) -> None:
+        self.node.get_logger().warning(
+            f'{self.topic}: shared memory unusable ({reason}); using the full message'
+        )
+        self.stats.last_error = reason
+        self.active_path = 'ros'
+        self._subscribe_full()
+
+    def _reader_for(self, desc: FrameDescriptor) -> ShmRingReader:
+        reader = self._readers.get(desc.segment)
+        if reader is not None and reader.epoch_ns != desc.segment_epoch_ns:
+            reader.close()
+            reader = None
+            self.stats.reattached += 1
+        if reader is None:
+            reader = ShmRingReader.attach(desc.segment, owner_uid=self.owner_uid)
+            self._readers[desc.segment] = reader
+            self._last_seq[desc.segment] = -1  # a restarted writer counts from 0 again
+        return reader
+
+    def _on_desc(self, msg: ShmFrame) -> None:
+        if self.active_path != 'shm':
+            return  # the fast path or the full message delivers
+        desc = msg_to_descriptor(msg)
+        if desc.boot_id != self._boot_id:
+            if self.transport == 'auto':
+                self._fall_back(f'segment {desc.segment!r} is on another host or boot')
+            else:
+                self.stats.last_error = f'segment {desc.segment!r} on another host or boot'
+            return
+        try:
+            reader = self._reader_for(desc)
+            got = reader.read(desc)
+        except (SegmentNotFoundError, SegmentOwnerError, SegmentLayoutError) as err:
+            if self.transport == 'auto':
+                self._fall_back(str(err))
+            else:
+                self.stats.bad_descriptors += 1
+                self.stats.last_error = str(err)
+            return
+        except StaleSegmentError as err:
+            self.stats.stale += 1
+            self.stats.last_error = str(err)
+            return
+        except DescriptorError as err:
+            self.stats.bad_descriptors += 1
+            self.stats.last_error = str(err)
+            self.node.get_logger().error(str(err), throttle_duration_sec=5.0)
+            return
+        self._deliver(got, 'shm')
+        if self.fast_path and self._thread is None:
+            self.active_path = 'fast'
+            self._thread = threading.Thread(
+                target=self._fast_loop,
+                args=(reader, desc.sequence + 1),
+                name=f'shm-fast:{desc.segment}',
+                daemon=True,
+            )
+            self._thread.start()
+            # The ring delivers from now on. Leaving the descriptors subscribed would wake this
+            # process's executor for every frame, and it would hold the GIL just when the fast
+            # thread needs it.
+            if self._desc_sub is not None:
+                self.node.destroy_subscription(self._desc_sub)
+                self._desc_sub = None
+
+    def _on_full(self, msg: Any) -> None:
+        try:
+            array, desc = self.codec.from_msg(msg)
+        except DescriptorError as err:
+            self.stats.bad_descriptors += 1
+            self.stats.last_error = str(err)
+            return
+        self._deliver(FullFrame(desc, array), 'ros')
+
+    # -- delivery ------------------------------------------------------------------------------
+
+    def _deliver(self, got: FrameView | FullFrame | Overrun, path: str) -> None:
+        with self._lock:
+            if isinstance(got, Overrun):
+                self.stats.overruns += 1
+                return
+            if path != 'ros':
+                last = self._last_seq.get(got.desc.segment, -1)
+                if got.desc.sequence <= last:
+                    self.stats.stale += 1
+                    return
+                self._last_seq[got.desc.segment] = got.desc.sequence
+            self.stats.delivered += 1
+            if path == 'fast':
+                self.stats.delivered_fast += 1
+            elif path == 'ros':
+                self.stats.delivered_full += 1
+            self.callback(got, path)
+            if not got.valid():
+                self.stats.torn += 1
+
+    # -- same-host fast path -------------------------------------------------------------------
+
+    def _fast_loop(self, reader: ShmRingReader, sequence: int) -> None:
+        while not self._stop.is_set():
+            got = reader.wait_next(sequence, 100_000_000)
+            if got is None:
+                if reader.closed_by_writer:
+                    self._stop.wait(0.02)  # the writer left: poll for its successor
+                if reader.replaced() and not self._stop.is_set():
+                    reader, sequence = self._reattach(reader, sequence)
+                continue
+            if isinstance(got, Overrun):
+                self._deliver(got, 'fast')
+                sequence = max(sequence + 1, reader.oldest_available())
+                continue
+            self._deliver(got, 'fast')
+            sequence += 1
+
+    def _reattach(self, old: ShmRingReader, sequence: int) -> tuple[ShmRingReader, int]:
+        try:
+            new = ShmRingReader.attach(old.name, owner_uid=self.owner_uid)
+        except ShmError:
+            return old, sequence  # the writer is not back yet: try again after the next wait
+        with self._lock:
+            self._readers[old.name] = new
+            self._last_seq[old.name] = -1
+            self.stats.reattached += 1
+        old.close()
+        return new, new.oldest_available()
+
+    def destroy(self) -> None:
+        """Stops the fast-path thread, unmaps the rings (never unlinks), drops subscriptions."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=1.0)
+        for reader in self._readers.values():
+            reader.close()
+        self._readers.clear()
+        for sub in (self._desc_sub, self._full_sub):
+            if sub is not None:
+                self.node.destroy_subscription(sub)
