@@ -20,6 +20,8 @@ from rich.table import Table
 from rt_fusion.core.latency import LatencySummary, summarize_ns
 
 console = Console(highlight=False)
+if not console.is_terminal:  # logs and CI: wide enough that tables keep one row per line
+    console = Console(highlight=False, width=160)
 
 
 def _fmt(value: float) -> str:

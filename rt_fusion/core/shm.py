@@ -757,6 +757,11 @@ class ShmRingReader:
                 self.name, f'slot {desc.slot} is not where sequence {desc.sequence} lives'
             )
 
+    def slot_range(self) -> tuple[int, int]:
+        """(address, length) of all payloads in this mapping, for page-locking (read-only)."""
+        m = self._m
+        return int(m.slot_bytes(0).ctypes.data), self.layout.slot_count * self.layout.slot_stride
+
     def still_valid(self, desc: FrameDescriptor) -> bool:
         """True while the slot of ``desc`` keeps the generation of its commit."""
         linux.fence()
