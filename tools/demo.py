@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         start = time.monotonic()
         procs = {}
-        for i, (name, fast) in enumerate(listeners.items()):
+        for i, (name, fast_flag) in enumerate(listeners.items()):
             procs[name] = subprocess.Popen(
                 _node(
                     'frame_probe_node',
@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
                     '-p',
                     f'count:={args.count}',
                     '-p',
-                    f'fast_path:={fast}',
+                    f'fast_path:={fast_flag}',
                     '-p',
                     f'samples_file:={tmp}/{i}.npy',
                     '-r',
