@@ -1,0 +1,52 @@
+"""Unit quaternions (w, x, y, z) as plain float tuples: cheap for the few products per frame."""
+
+from __future__ import annotations
+
+import math
+
+Quat = tuple[float, float, float, float]
+IDENTITY: Quat = (1.0, 0.0, 0.0, 0.0)
+
+
+def mul(a: Quat, b: Quat) -> Quat:
+    """Hamilton product a ⊗ b (rotation b, then a, for vectors in the body frame)."""
+    aw, ax, ay, az = a
+    bw, bx, by, bz = b
+    return (
+        aw * bw - ax * bx - ay * by - az * bz,
+        aw * bx + ax * bw + ay * bz - az * by,
+        aw * by - ax * bz + ay * bw + az * bx,
+        aw * bz + ax * by - ay * bx + az * bw,
+    )
+
+
+def conj(q: Quat) -> Quat:
+    """Conjugate (the inverse of a unit quaternion)."""
+    return (q[0], -q[1], -q[2], -q[3])
+
+
+def from_rotvec(rx: float, ry: float, rz: float) -> Quat:
+    """Quaternion of a rotation vector [rad] (axis * angle)."""
+    angle = math.sqrt(rx * rx + ry * ry + rz * rz)
+    if angle < 1e-12:
+        return (1.0, 0.5 * rx, 0.5 * ry, 0.5 * rz)
+    s = math.sin(0.5 * angle) / angle
+    return (math.cos(0.5 * angle), rx * s, ry * s, rz * s)
+
+
+def to_rotvec(q: Quat) -> tuple[float, float, float]:
+    """Rotation vector [rad] of a unit quaternion (shortest rotation)."""
+    w, x, y, z = q
+    if w < 0.0:
+        w, x, y, z = -w, -x, -y, -z
+    n = math.sqrt(x * x + y * y + z * z)
+    if n < 1e-12:
+        return (2.0 * x, 2.0 * y, 2.0 * z)
+    angle = 2.0 * math.atan2(n, w)
+    return (x * angle / n, y * angle / n, z * angle / n)
+
+
+def normalize(q: Quat) -> Quat:
+    """q / |q|."""
+    n = math.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
+    return (q[0] / n, q[1] / n, q[2] / n, q[3] / n)

@@ -1,0 +1,196 @@
+"""Camera-anchored alignment, on hand-made timelines (ms unless noted)."""
+
+from __future__ import annotations
+
+import math
+import pickle
+
+import numpy as np
+import pytest
+
+from rt_fusion.core import rotation
+from rt_fusion.core.sync import Aligner, SyncParams, propagate
+
+MS = 1_000_000
+
+
+def _params(**kw: object) -> SyncParams:
+    base: dict[str, object] = {
+        'max_wait_s': 0.02,
+        'audio_rate_hz': 1000,
+        'audio_window_s': 0.01,
+        'audio_capacity_s': 1.0,
+        'radars': ('front',),
+    }
+    base.update(kw)
+    return SyncParams(**base)  # type: ignore[arg-type]
+
+
+def _imu(al: Aligner, t_ms: float, gz: float, ax: float) -> None:
+    al.push_imu(int(t_ms * MS), (0.0, 0.0, gz), (ax, 0.0, 0.0), int(t_ms * MS))
+
+
+def test_imu_is_interpolated_and_rotation_integrated_between_frames() -> None:
+    # IMU at 0, 10, 20 ms with gyro z 0, 1, 2 rad/s and accel x 0, 10, 20 m/s².
+    # Frames at 5 and 15 ms. Midpoint integration about z (angles add):
+    #   q(5)  = 5 ms at mean(0, 0.5)   = 0.00125 rad
+    #   q(15) = 10 ms at mean(0, 1)    = 0.005 rad, then 5 ms at mean(1, 1.5) = 0.00625 rad
+    #   rotation between the frames   = 0.01125 - 0.00125 = 0.01 rad
+    al = Aligner(_params(radars=(), audio_window_s=0.001))
+    for t, g in ((0, 0.0), (10, 1.0), (20, 2.0)):
+        _imu(al, t, g, 10.0 * g)
+    al.push_audio(0, np.zeros((100, 1), np.float32), 0)
+    al.push_camera(5 * MS, 'f0', 5 * MS)
+    al.push_camera(15 * MS, 'f1', 15 * MS)
+    f0, f1 = al.poll(20 * MS)
+    assert f1.imu is not None
+    assert f1.imu.gyro[2] == pytest.approx(1.5)
+    assert f1.imu.accel[0] == pytest.approx(15.0)
+    assert rotation.to_rotvec(f1.imu.rotation)[2] == pytest.approx(0.01, rel=1e-9)
+    assert f1.imu.samples == 1  # the sample at 10 ms lies between the frames
+    assert f0.missing == f1.missing == ()
+
+
+def test_nearest_radar_is_taken_without_waiting_when_the_next_cannot_be_nearer() -> None:
+    # Scans at 0 and 100 ms (period 100). A frame at 130 ms: the next scan is due at 200,
+    # 70 ms away, the last is 30 ms away -> take the 100 ms scan now.
+    al = Aligner(_params(audio_window_s=0.001))
+    al.push_radar('front', 0, np.zeros((0, 4)), 0)
+    al.push_radar('front', 100 * MS, np.array([[10.0, 0.0, 0.0, -5.0]]), 100 * MS)
+    for t in range(0, 150, 10):
+        _imu(al, t, 0.0, 0.0)
+    al.push_audio(0, np.zeros((200, 1), np.float32), 0)
+    al.push_camera(130 * MS, 'f', 131 * MS)
+    (out,) = al.poll(131 * MS)
+    radar = out.radar['front']
+    assert radar is not None
+    assert radar.scan_stamp_ns == 100 * MS
+    assert radar.dt_ns == 30 * MS
+    # v_r = -5 m/s for 30 ms along the line of sight: 10 m -> 9.85 m.
+    assert radar.points[0, 0] == pytest.approx(9.85)
+    assert out.waited_ns == 0  # emitted as soon as it arrived
+
+
+def test_frame_waits_for_a_radar_scan_that_will_be_nearer() -> None:
+    # Scans at 0 and 100 ms; a frame at 170 ms: the scan due at 200 ms (30 ms away) beats the
+    # one at 100 ms (70 ms away), so the frame waits for it (within max_wait).
+    al = Aligner(_params(max_wait_s=0.1, audio_window_s=0.001))
+    al.push_radar('front', 0, np.zeros((0, 4)), 0)
+    al.push_radar('front', 100 * MS, np.zeros((0, 4)), 100 * MS)
+    for t in range(0, 250, 10):
+        _imu(al, t, 0.0, 0.0)
+    al.push_audio(0, np.zeros((300, 1), np.float32), 0)
+    al.push_camera(170 * MS, 'f', 171 * MS)
+    assert al.poll(180 * MS) == []
+    al.push_radar('front', 200 * MS, np.zeros((0, 4)), 201 * MS)
+    (out,) = al.poll(201 * MS)
+    assert out.radar['front'] is not None
+    assert out.radar['front'].scan_stamp_ns == 200 * MS
+
+
+def test_missing_modality_is_flagged_after_max_wait() -> None:
+    # IMU and radar present, no audio at all: the frame waits max_wait (20 ms) and goes out.
+    al = Aligner(_params())
+    for t in range(0, 60, 10):
+        _imu(al, t, 0.0, 0.0)
+    al.push_radar('front', 0, np.zeros((0, 4)), 0)
+    al.push_radar('front', 40 * MS, np.zeros((0, 4)), 40 * MS)
+    al.push_camera(30 * MS, 'f', 31 * MS)
+    assert al.poll(50 * MS) == []  # 19 ms after arrival: still waiting for audio
+    (out,) = al.poll(51 * MS)  # 20 ms: emitted without it
+    assert out.missing == ('audio',)
+    assert out.audio is None
+    assert out.waited_ns == 20 * MS
+
+
+def test_a_sensor_that_stops_degrades_the_output_instead_of_stalling_it() -> None:
+    al = Aligner(_params(radars=()))
+    al.push_audio(0, np.zeros((1000, 1), np.float32), 0)
+    for t in range(0, 100, 10):
+        _imu(al, t, 0.0, 0.0)
+    outs = []
+    for k, t in enumerate(range(20, 400, 33)):  # the IMU went silent at 90 ms
+        al.push_camera(t * MS, k, t * MS)
+        outs += al.poll(t * MS + 25 * MS)
+    assert len(outs) == len(range(20, 400, 33))
+    assert outs[0].missing == ()
+    assert outs[-1].missing == ('imu',)
+
+
+def test_audio_window_ends_at_the_frame_time() -> None:
+    # 1 kHz audio, block stamped 0: sample i is at i ms. A frame at 50 ms with a 10-sample
+    # window gets samples 40..49.
+    al = Aligner(_params(radars=()))
+    for t in range(0, 70, 10):
+        _imu(al, t, 0.0, 0.0)
+    al.push_audio(0, np.arange(100, dtype=np.float32).reshape(-1, 1), 0)
+    al.push_camera(50 * MS, 'f', 50 * MS)
+    (out,) = al.poll(50 * MS)
+    assert out.audio is not None
+    assert out.audio[:, 0].tolist() == list(range(40, 50))
+
+
+def test_late_and_out_of_order_inputs_are_counted() -> None:
+    al = Aligner(_params(radars=()))
+    for t in (0, 10, 20, 30):
+        _imu(al, t, 0.0, 0.0)
+    _imu(al, 25, 0.0, 0.0)  # older than the last IMU sample: out of order
+    al.push_audio(0, np.zeros((100, 1), np.float32), 0)
+    al.push_camera(15 * MS, 'a', 15 * MS)
+    assert len(al.poll(16 * MS)) == 1
+    al.push_camera(12 * MS, 'b', 17 * MS)  # older than an emitted frame: late, not emitted
+    _imu(al, 5, 0.0, 0.0)  # late and out of order
+    assert al.poll(40 * MS) == []
+    assert al.stats['imu'].out_of_order == 2
+    assert al.stats['imu'].late == 1
+    assert al.stats['camera'].late == 1
+
+
+def test_camera_queue_is_bounded() -> None:
+    al = Aligner(_params(camera_queue=2, max_wait_s=1.0))
+    for k in range(3):
+        al.push_camera(k * 10 * MS, k, k * 10 * MS)
+    assert al.stats['camera'].dropped == 1
+    outs = al.poll(10**10)
+    assert [o.frame for o in outs] == [1, 2]
+
+
+def test_propagation_moves_points_along_their_line_of_sight() -> None:
+    pts = np.array([[3.0, 4.0, 0.0, 10.0], [0.0, 0.0, 0.0, 1.0]])
+    out = propagate(pts, 100 * MS)  # 1 m further along (0.6, 0.8, 0); the origin stays
+    assert out[0, :3] == pytest.approx([3.6, 4.8, 0.0])
+    assert out[1, :3].tolist() == [0.0, 0.0, 0.0]
+    assert math.isclose(out[0, 3], 10.0)
+
+
+def _random_session(seed: int) -> list[bytes]:
+    rng = np.random.default_rng(seed)
+    al = Aligner(SyncParams(radars=('r0', 'r1')))
+    events = []
+    for k in range(600):  # 3 s: IMU 200 Hz, camera 30 Hz, radars ~13.6 Hz, audio 20 ms blocks
+        events.append((k * 5 * MS, 'imu'))
+    events += [(int(k * 33.3 * MS), 'cam') for k in range(90)]
+    events += [(int(k * 73.5 * MS) + 3 * MS, 'r0') for k in range(40)]
+    events += [(int(k * 73.5 * MS) + 40 * MS, 'r1') for k in range(40)]
+    events += [(k * 20 * MS, 'audio') for k in range(150)]
+    events.sort()
+    out = []
+    for t, kind in events:
+        arrival = t + int(rng.exponential(0.5 * MS))
+        if kind == 'imu':
+            al.push_imu(t, rng.normal(size=3), rng.normal(size=3), arrival)
+        elif kind == 'cam':
+            al.push_camera(t, t, arrival)
+        elif kind == 'audio':
+            al.push_audio(t, rng.normal(size=(960, 1)).astype(np.float32), arrival)
+        else:
+            al.push_radar(kind, t, rng.normal(size=(20, 4)) * 10, arrival)
+        for f in al.poll(arrival):
+            out.append(pickle.dumps((f.stamp_ns, f.missing, f.imu, f.radar, f.audio)))
+    return out
+
+
+def test_same_input_gives_bitwise_identical_output() -> None:
+    first, second = _random_session(7), _random_session(7)
+    assert len(first) > 80
+    assert first == second
