@@ -22,9 +22,18 @@ def _tree(folder: str) -> list[tuple[str, list[str]]]:
 
 NODES = {
     'frame_probe': 'rt_fusion.nodes.frame_probe_node:main',
+    'radar_node': 'rt_fusion.nodes.radar_node:main',
+    'imu_node': 'rt_fusion.nodes.imu_node:main',
 }
 TOOLS = {
     'rt_fusion_demo': 'rt_fusion_tools.demo:main',
+    'rt_fusion_topic_echo': 'rt_fusion_tools.topic_echo:main',
+    'rt_fusion_can_replay': 'rt_fusion_tools.can_replay:main',
+    'rt_fusion_ars408_log': 'rt_fusion_tools.ars408_log:main',
+    'rt_fusion_xsens_emulator': 'rt_fusion_tools.xsens_emulator:main',
+    'rt_fusion_bench_transport': 'rt_fusion_tools.bench_transport:main',
+    'rt_fusion_bench_sync': 'rt_fusion_tools.bench_sync:main',
+    'rt_fusion_bench_protocols': 'rt_fusion_tools.bench_protocols:main',
 }
 
 setup(
@@ -32,7 +41,7 @@ setup(
     version='0.1.0',
     packages=[*find_packages(include=[PACKAGE, f'{PACKAGE}.*']), 'rt_fusion_tools'],
     package_dir={'rt_fusion_tools': 'tools'},
-    package_data={PACKAGE: ['py.typed']},
+    package_data={PACKAGE: ['py.typed', 'core/protocols/*.dbc']},
     data_files=[
         ('share/ament_index/resource_index/packages', [f'resource/{PACKAGE}']),
         (f'share/{PACKAGE}', ['package.xml']),

@@ -111,6 +111,12 @@ class Proc:
                 return before, line
             before.append(line)
 
+    def messages(self, deadline_s: float = 60.0) -> tuple[list[dict], dict]:  # type: ignore[type-arg]
+        """topic_echo's messages (parsed) and its summary, once it ends."""
+        before, line = self.read_until('SUMMARY ', deadline_s)
+        msgs = [json.loads(x.removeprefix('MSG ')) for x in before if x.startswith('MSG ')]
+        return msgs, json.loads(line.removeprefix('SUMMARY '))
+
     def summary(self, deadline_s: float = 60.0) -> tuple[list[str], dict]:  # type: ignore[type-arg]
         """Lines printed before the node's ``SUMMARY {json}`` line, and the parsed summary."""
         before, line = self.read_until('SUMMARY ', deadline_s)
@@ -155,6 +161,20 @@ class ProcGroup:
         if ros_args:
             argv += ['--ros-args', *ros_args]
         return self.spawn(argv, name or module, env)
+
+    def tool(
+        self, script: str, *args: str, name: str | None = None, env: dict[str, str] | None = None
+    ) -> Proc:
+        """``python tools/<script> <args>``."""
+        return self.spawn(
+            [sys.executable, str(ROOT / 'tools' / script), *args], name or script, env
+        )
+
+    def echo(self, topic: str, msg_type: str, *args: str) -> Proc:
+        """tools/topic_echo.py on ``topic``; it prints READY, MSG lines, then SUMMARY."""
+        proc = self.tool('topic_echo.py', topic, msg_type, *args, name=f'echo {topic}')
+        proc.read_until('READY', 30)
+        return proc
 
     def spawn(self, argv: Sequence[str], name: str, env: dict[str, str] | None = None) -> Proc:
         """Any process, in this group's environment (plus ``env``)."""

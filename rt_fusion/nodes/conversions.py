@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from builtin_interfaces.msg import Time
 from rt_fusion_msgs.msg import ShmFrame
 
@@ -59,3 +61,34 @@ def msg_to_descriptor(msg: ShmFrame) -> FrameDescriptor:
         available_ns=time_to_ns(msg.available_stamp),
         frame_id=msg.header.frame_id,
     )
+
+
+def msg_to_dict(msg: Any) -> Any:
+    """A ROS message as plain Python (dicts, lists, numbers, strings), recursively."""
+    if hasattr(msg, 'get_fields_and_field_types'):
+        out = {}
+        for name, kind in msg.get_fields_and_field_types().items():
+            value = getattr(msg, name)
+            # A single 'octet'/'byte' field is a one-byte bytes object: give its number.
+            out[name] = value[0] if kind in ('octet', 'byte') else msg_to_dict(value)
+        return out
+    if isinstance(msg, (list, tuple)):
+        return [msg_to_dict(v) for v in msg]
+    if isinstance(msg, (bytes, bytearray)):
+        return list(msg)
+    if hasattr(msg, 'tolist'):  # numpy arrays and array.array
+        return msg.tolist()
+    return msg
+
+
+def message_class(type_name: str) -> type:
+    """``pkg/msg/Name`` (or ``pkg/Name``) -> the generated message class."""
+    import importlib  # noqa: PLC0415
+
+    parts = type_name.split('/')
+    if len(parts) == 2:
+        parts = [parts[0], 'msg', parts[1]]
+    if len(parts) != 3:
+        raise ValueError(f'not a message type: {type_name!r}')
+    module = importlib.import_module(f'{parts[0]}.{parts[1]}')
+    return getattr(module, parts[2])  # type: ignore[no-any-return]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -15,6 +16,7 @@ from rclpy.exceptions import (
     ParameterUninitializedException,
 )
 from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
+from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.task import Future
@@ -79,6 +81,9 @@ def declare_params(node: Node, cls: type[T], prefix: str = '') -> T:
         assert kind is not None
         ptype = (_ARRAY if field.kind is tuple else _SCALAR)[kind]
         try:
+            if node.has_parameter(name):  # configured before (lifecycle re-configure): re-read
+                values[field.name] = node.get_parameter(name).value
+                continue
             if field.required:
                 node.declare_parameter(name, ptype, _descriptor(field))
             else:
@@ -117,6 +122,107 @@ def make_executor(kind: str = 'events') -> Executor:
     raise ParameterError('executor', kind, f'must be one of {list(EXECUTORS)}')
 
 
+class DeviceNode(LifecycleNode):
+    """A lifecycle node that owns a device, a ring or an engine (the STYLE's node anatomy).
+
+    Subclasses implement :meth:`configure` (read parameters, open and set up the device, allocate
+    everything), :meth:`activate` / :meth:`deactivate` (start / stop streaming) and
+    :meth:`cleanup` (release everything). An :class:`RtFusionError` from them fails the
+    transition with its message, which :func:`autostart` raises again, so a bad parameter or a
+    missing device stops the process at start-up with a clear error. With the parameter
+    ``autostart`` (default true) :func:`run` configures and activates the node itself; set it to
+    false where a lifecycle manager drives the transitions.
+    """
+
+    def __init__(self, node_name: str, **kwargs: Any) -> None:
+        super().__init__(node_name, **kwargs)
+        self.declare_parameter(
+            'autostart',
+            True,
+            ParameterDescriptor(
+                description='configure and activate at start (false: a lifecycle manager does)'
+            ),
+        )
+        self.failure: RtFusionError | None = None
+
+    def configure(self) -> None:
+        """Reads parameters, opens the device, allocates buffers."""
+
+    def activate(self) -> None:
+        """Starts streaming."""
+
+    def deactivate(self) -> None:
+        """Stops streaming."""
+
+    def cleanup(self) -> None:
+        """Releases what configure() acquired (idempotent)."""
+
+    def _guard(self, step: Callable[[], None], state: LifecycleState) -> TransitionCallbackReturn:
+        try:
+            step()
+        except RtFusionError as err:
+            self.failure = err
+            self.get_logger().error(f'{state.label}: {type(err).__name__}: {err}')
+            with contextlib.suppress(RtFusionError):
+                self.cleanup()
+            return TransitionCallbackReturn.FAILURE
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Lifecycle: unconfigured -> inactive."""
+        self.failure = None
+        return self._guard(self.configure, state)
+
+    def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Lifecycle: inactive -> active."""
+        # Lifecycle publishers first: streaming may publish as soon as it starts.
+        super().on_activate(state)
+        return self._guard(self.activate, state)
+
+    def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Lifecycle: active -> inactive."""
+        self._guard(self.deactivate, state)
+        return super().on_deactivate(state)
+
+    def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Lifecycle: inactive -> unconfigured."""
+        return self._guard(self.cleanup, state)
+
+    def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Lifecycle: any -> finalized."""
+        with contextlib.suppress(RtFusionError):
+            self.deactivate()
+        with contextlib.suppress(RtFusionError):
+            self.cleanup()
+        return TransitionCallbackReturn.SUCCESS
+
+    def destroy_node(self) -> None:
+        """Stops and releases everything, then destroys the node."""
+        with contextlib.suppress(RtFusionError):
+            self.deactivate()
+        with contextlib.suppress(RtFusionError):
+            self.cleanup()
+        super().destroy_node()
+
+
+def autostart(node: DeviceNode) -> None:
+    """configure + activate, raising the node's own error when a transition fails."""
+    for trigger, want in ((node.trigger_configure, 'inactive'), (node.trigger_activate, 'active')):
+        trigger()
+        state = node._state_machine.current_state[1]
+        if state != want:
+            if node.failure is not None:
+                raise node.failure
+            raise LifecycleError(node.get_name(), state, want)
+
+
+class LifecycleError(RtFusionError):
+    """A lifecycle transition failed without a more specific error."""
+
+    def __init__(self, node: str, state: str, wanted: str) -> None:
+        super().__init__(f'node {node}: lifecycle state {state!r}, expected {wanted!r}')
+
+
 def spin(executor: Executor, finished: object = None) -> None:
     """Spins until shutdown, or until ``finished`` (a Future) is done.
 
@@ -143,6 +249,8 @@ def run(factory: Callable[[], Node], args: Sequence[str] | None = None) -> int:
     status = 0
     try:
         node = factory()
+        if isinstance(node, DeviceNode) and node.get_parameter('autostart').value:
+            autostart(node)
         executor = make_executor(os.environ.get('RT_FUSION_EXECUTOR', 'events'))
         executor.add_node(node)
         spin(executor, getattr(node, 'finished', None))

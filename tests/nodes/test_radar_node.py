@@ -1,0 +1,137 @@
+"""radar_node as a real process on a CAN bus shared between processes (python-can udp_multicast),
+fed by the real ARS408 candump log played at its recorded timing (sped up)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from tests.conftest import ProcGroup, shared_file
+
+LOG = 'radar_ars408/candump-2026-06-24_154259.log'
+GROUP = '239.74.163.2'
+
+
+def _radar(procs: ProcGroup, port: int, *params: str) -> object:
+    return procs.node(
+        'radar_node',
+        '-r',
+        '__node:=radar',
+        '-p',
+        'interface:=udp_multicast',
+        '-p',
+        f'channel:={GROUP}',
+        '-p',
+        f'port:={port}',
+        *params,
+        name='radar',
+    )
+
+
+def test_every_cycle_of_the_real_log_is_published(procs: ProcGroup) -> None:
+    log = shared_file(LOG)
+    port = random.randint(20000, 40000)
+    echo = procs.echo(
+        '/radar/out/objects',
+        'rt_fusion_msgs/msg/RadarObjects',
+        '--qos',
+        'sensor',
+        '--idle',
+        '3',
+        '--timeout',
+        '90',
+    )
+    radar = _radar(procs, port, '-p', 'configure_sensor:=false', '-p', 'ego_rate_hz:=0.0')
+    replay = procs.tool(
+        'can_replay.py',
+        str(log),
+        '-i',
+        'udp_multicast',
+        '-c',
+        GROUP,
+        '--port',
+        str(port),
+        '--rate',
+        '8',
+        '--start-delay',
+        '3',
+        '--quiet',
+    )
+    assert replay.read_until('RESULT', 90)[1].startswith('RESULT frames=9579')
+    msgs, summary = echo.messages(60)
+    assert summary['received'] == len(msgs) == 515
+    assert all(m['complete'] for m in msgs)
+    assert [m['output_type'] for m in msgs[:1]] == ['objects']
+    first = msgs[0]
+    assert first['measurement_counter'] == 64503
+    assert [round(o['position']['x'], 1) for o in first['objects']] == [5.6, 11.4, 17.6]
+    assert first['objects'][1]['object_class'] == 1  # car
+    stamps = [m['header']['stamp']['sec'] * 10**9 + m['header']['stamp']['nanosec'] for m in msgs]
+    assert stamps == sorted(stamps)
+    radar.stop()
+
+
+@pytest.mark.parametrize('wrong', [False, True], ids=['echo-matches', 'echo-differs'])
+def test_sensor_configuration_is_sent_and_its_echo_checked(procs: ProcGroup, wrong: bool) -> None:
+    log = shared_file(LOG)
+    port = random.randint(20000, 40000)
+    sensor = procs.tool(
+        'can_replay.py',
+        str(log),
+        '-i',
+        'udp_multicast',
+        '-c',
+        GROUP,
+        '--port',
+        str(port),
+        '--answer-config',
+        '0',
+        '--wait-config',
+        '20',
+        '--limit',
+        '100',
+        '--quiet',
+        *(['--answer-wrong'] if wrong else []),
+    )
+    radar = _radar(
+        procs,
+        port,
+        '-p',
+        'configure_sensor:=true',
+        '-p',
+        'require_echo:=true',
+        '-p',
+        'echo_timeout_s:=15.0',
+        '-p',
+        'max_distance:=250.0',
+    )
+    if wrong:
+        assert radar.wait(60) == 2
+        assert any(
+            'did not take its configuration' in line and 'max_distance_m' in line
+            for line in radar.stderr
+        )
+    else:
+        diag = procs.echo(
+            '/diagnostics',
+            'diagnostic_msgs/msg/DiagnosticArray',
+            '--count',
+            '1',
+            '--timeout',
+            '30',
+        )
+        (msg,), _ = diag.messages(40)
+        values = {kv['key']: kv['value'] for kv in msg['status'][0]['values']}
+        assert msg['status'][0]['level'] == 0, msg['status'][0]['message']
+        # The echo matched (require_echo would have stopped the node); the log played after it
+        # carries the real sensor's own states (200 m), which diagnostics show from then on.
+        assert 'state.max_distance_m' in values
+        assert radar.popen.poll() is None
+    sensor.stop()
+
+
+def test_bad_can_interface_fails_at_start_with_its_name(procs: ProcGroup) -> None:
+    radar = procs.node('radar_node', '-p', 'interface:=socketcan', '-p', 'channel:=can_nope')
+    assert radar.wait(30) == 2
+    assert any("channel 'can_nope'" in line for line in radar.stderr)

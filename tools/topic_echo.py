@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""Prints messages of a topic as JSON lines (``ros2 topic echo`` where ros2cli is missing).
+
+  python tools/topic_echo.py /imu/out/imu sensor_msgs/msg/Imu --count 10
+
+Each line is ``MSG {json}``; at the end ``SUMMARY {"received": n}``. ``--qos sensor`` subscribes
+best-effort (SensorDataQoS), the default is reliable with ``--depth``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+import rclpy
+from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+
+from rt_fusion.nodes.conversions import message_class, msg_to_dict
+from rt_fusion.nodes.node_utils import make_executor
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Echoes the topic; returns the exit status (1 when fewer than --count arrived)."""
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument('topic')
+    parser.add_argument('type', help='e.g. sensor_msgs/msg/Imu')
+    parser.add_argument('--count', type=int, default=0, help='stop after this many (0: never)')
+    parser.add_argument('--timeout', type=float, default=0.0, help='stop after this long [s]')
+    parser.add_argument(
+        '--idle',
+        type=float,
+        default=0.0,
+        help='stop when nothing arrived for this long, once something did [s]',
+    )
+    parser.add_argument('--qos', choices=('reliable', 'sensor'), default='reliable')
+    parser.add_argument('--depth', type=int, default=1000)
+    parser.add_argument('--quiet', action='store_true', help='only the summary')
+    args = parser.parse_args(argv)
+    cls = message_class(args.type)
+    rclpy.init()
+    node = rclpy.create_node('topic_echo')
+    received = 0
+    last = time.monotonic()
+
+    def on_msg(msg: object) -> None:
+        nonlocal received, last
+        received += 1
+        last = time.monotonic()
+        if not args.quiet:
+            print('MSG ' + json.dumps(msg_to_dict(msg)), flush=True)
+
+    qos = (
+        qos_profile_sensor_data
+        if args.qos == 'sensor'
+        else QoSProfile(depth=args.depth, reliability=ReliabilityPolicy.RELIABLE)
+    )
+    node.create_subscription(cls, args.topic, on_msg, qos)
+    executor = make_executor()
+    executor.add_node(node)
+    print('READY', flush=True)
+    start = time.monotonic()
+    try:
+        while rclpy.ok():
+            executor.spin_once(timeout_sec=0.05)
+            now = time.monotonic()
+            if args.count and received >= args.count:
+                break
+            if args.timeout and now - start > args.timeout:
+                break
+            if args.idle and received and now - last > args.idle:
+                break
+    except KeyboardInterrupt:
+        pass
+    print('SUMMARY ' + json.dumps({'received': received}), flush=True)
+    node.destroy_node()
+    rclpy.try_shutdown()
+    return 0 if not args.count or received >= args.count else 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())
