@@ -1,0 +1,94 @@
+"""rosbag2 (MCAP or sqlite3) reading without ROS, through the pure-Python ``rosbags`` library.
+
+Messages come back as rosbags' own dataclasses (field names as in the .msg files); nodes convert
+them to rclpy messages with ``rclpy.serialization`` where they must publish them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy as np
+import numpy.typing as npt
+
+from rt_fusion.core.errors import RtFusionError
+
+# sensor_msgs/Image encodings -> (dtype, channels)
+IMAGE_ENCODINGS: dict[str, tuple[str, int]] = {
+    'rgb8': ('|u1', 3),
+    'bgr8': ('|u1', 3),
+    'rgba8': ('|u1', 4),
+    'bgra8': ('|u1', 4),
+    'mono8': ('|u1', 1),
+    'mono16': ('<u2', 1),
+    '8UC1': ('|u1', 1),
+    '8UC3': ('|u1', 3),
+    '16UC1': ('<u2', 1),
+    '32FC1': ('<f4', 1),
+}
+
+
+class BagError(RtFusionError):
+    """A bag cannot be read, or lacks what was asked of it."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class BagMessage:
+    """One message of a bag."""
+
+    topic: str
+    msgtype: str
+    log_time_ns: int
+    msg: Any  # rosbags dataclass
+    raw: bytes  # the CDR bytes as stored
+
+
+def open_reader(path: Path | str) -> Any:
+    """A rosbags AnyReader over a bag directory (or a single .mcap / .db3 file's folder)."""
+    from rosbags.highlevel import AnyReader  # noqa: PLC0415 - keeps `import core` light
+
+    path = Path(path)
+    if path.is_file():
+        path = path.parent
+    if not path.exists():
+        raise BagError(f'bag {path} not found')
+    return AnyReader([path])
+
+
+def iter_messages(path: Path | str, topics: Sequence[str] | None = None) -> Iterator[BagMessage]:
+    """Messages of ``topics`` (all when None) in log-time order."""
+    with open_reader(path) as reader:
+        conns = [c for c in reader.connections if topics is None or c.topic in topics]
+        if topics is not None:
+            missing = set(topics) - {c.topic for c in conns}
+            if missing:
+                have = sorted({c.topic for c in reader.connections})
+                raise BagError(f'bag {path} has no topic {sorted(missing)} (it has {have})')
+        for conn, t, raw in reader.messages(connections=conns):
+            yield BagMessage(
+                conn.topic, conn.msgtype, int(t), reader.deserialize(raw, conn.msgtype), bytes(raw)
+            )
+
+
+def image_to_array(msg: Any, msgtype: str) -> tuple[npt.NDArray[Any], str]:
+    """(array, encoding) of a sensor_msgs/Image or CompressedImage (compressed -> bgr8)."""
+    if msgtype.endswith('CompressedImage'):
+        arr = cv2.imdecode(np.frombuffer(bytes(msg.data), np.uint8), cv2.IMREAD_COLOR)
+        if arr is None:
+            raise BagError(f'cannot decode a {msg.format!r} CompressedImage')
+        return arr, 'bgr8'
+    if msg.encoding not in IMAGE_ENCODINGS:
+        raise BagError(f'image encoding {msg.encoding!r} not supported')
+    dtype, channels = IMAGE_ENCODINGS[msg.encoding]
+    dt = np.dtype(dtype)
+    if dt.itemsize > 1 and msg.is_bigendian:
+        dt = dt.newbyteorder('>')
+    rows = np.frombuffer(bytes(msg.data), np.uint8).reshape(msg.height, msg.step)
+    row = msg.width * channels * dt.itemsize
+    arr = np.ascontiguousarray(rows[:, :row]).view(dt)
+    shape = (msg.height, msg.width) if channels == 1 else (msg.height, msg.width, channels)
+    return arr.reshape(shape), msg.encoding

@@ -1,0 +1,197 @@
+"""PyTorch backend: CUDA with a captured CUDA graph and static buffers, FP16, stream priority;
+CPU fallback.
+
+Loads the spec's ``torchscript`` artifact when it has one (exported from the same weights as the
+ONNX), else converts the ``onnx`` artifact with onnx2torch. On CUDA the forward pass is captured
+once into a CUDA graph over static input/output tensors: a run is one graph replay on the
+backend's stream (high priority by default, for the camera path), with no allocation and no
+Python per layer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from rt_fusion.inference.backend import Backend, RunHandle
+from rt_fusion.inference.spec import ModelLoadError, ModelSpec
+
+
+def _load_module(spec: ModelSpec) -> Any:
+    import torch  # noqa: PLC0415 - optional accelerator
+
+    if 'torchscript' in spec.artifacts:
+        path = spec.artifact('torchscript')
+        try:
+            return torch.jit.load(str(path), map_location='cpu')
+        except RuntimeError as err:
+            raise ModelLoadError(
+                f'model {spec.name!r}: cannot load TorchScript {path}: {err}'
+            ) from err
+    path = spec.artifact('onnx')
+    try:
+        import onnx  # noqa: PLC0415
+        from onnx2torch import convert  # noqa: PLC0415
+    except ImportError as err:
+        raise ModelLoadError(
+            f'model {spec.name!r}: no TorchScript artifact and onnx2torch is not importable '
+            f'({err})'
+        ) from err
+    return convert(onnx.load(str(path)))
+
+
+class TorchBackend(Backend):
+    """PyTorch, on CUDA (CUDA graph) or CPU.
+
+    Args:
+        spec: the model spec.
+        device: ``cuda`` / ``cuda:N`` or ``cpu``; ``cuda`` without a GPU falls back to CPU and
+            says so in ``fallback_reason``.
+        precision: ``fp32`` or ``fp16`` (CUDA only); default: the spec's.
+        cuda_graph: capture the forward pass into a CUDA graph (CUDA only).
+        stream_priority: CUDA stream priority (lower is more urgent; -1 is high on most GPUs).
+        threads: CPU threads (0: PyTorch's default).
+    """
+
+    name = 'torch'
+
+    def __init__(
+        self,
+        spec: ModelSpec,
+        device: str = 'cuda',
+        *,
+        precision: str | None = None,
+        cuda_graph: bool = True,
+        stream_priority: int = -1,
+        threads: int = 0,
+    ) -> None:
+        super().__init__(spec)
+        import torch  # noqa: PLC0415 - optional accelerator
+
+        self.torch = torch
+        self.fallback_reason = ''
+        if device.startswith('cuda') and not torch.cuda.is_available():
+            self.fallback_reason = 'no CUDA device: running on CPU'
+            device = 'cpu'
+        self._device = device
+        self.precision = precision or spec.precision
+        if self.precision not in ('fp32', 'fp16'):
+            raise ModelLoadError(f'torch backend runs fp32 or fp16, not {self.precision}')
+        if self.precision == 'fp16' and device == 'cpu':
+            self.fallback_reason += '; fp16 is CUDA-only: running fp32'
+            self.precision = 'fp32'
+        if threads and device == 'cpu':
+            torch.set_num_threads(threads)
+        dtype = torch.float16 if self.precision == 'fp16' else torch.float32
+        self.dtype = dtype
+        module = _load_module(spec).eval().to(device)
+        if self.precision == 'fp16':
+            module = module.half()
+        self.module = module
+        self.stream = (
+            torch.cuda.Stream(device=device, priority=stream_priority)
+            if device.startswith('cuda')
+            else None
+        )
+
+        def buffer(shape: tuple[int, ...], np_dtype: np.dtype[Any]) -> Any:
+            tdtype = dtype if np_dtype.kind == 'f' else getattr(torch, np_dtype.name)
+            return torch.zeros(shape, dtype=tdtype, device=device)
+
+        self._inputs = {t.name: buffer(t.shape, t.np_dtype) for t in spec.inputs}
+        self._outputs: dict[str, Any] = {}
+        self.graph = None
+        self._use_graph = cuda_graph and self.stream is not None
+        self._check_outputs()
+
+    def _forward(self) -> dict[str, Any]:
+        with self.torch.inference_mode():
+            out = self.module(*[self._inputs[t.name] for t in self.spec.inputs])
+        outs = out if isinstance(out, (tuple, list)) else (out,)
+        if len(outs) != len(self.spec.outputs):
+            raise ModelLoadError(
+                f'model {self.spec.name!r} returned {len(outs)} outputs, the '
+                f'spec lists {len(self.spec.outputs)}'
+            )
+        return {t.name: o for t, o in zip(self.spec.outputs, outs, strict=True)}
+
+    def _check_outputs(self) -> None:
+        outs = self._forward()
+        for t in self.spec.outputs:
+            shape = tuple(outs[t.name].shape)
+            if shape != t.shape:
+                raise ModelLoadError(
+                    f'model {self.spec.name!r}: output {t.name} has shape '
+                    f'{list(shape)}, the spec says {list(t.shape)}'
+                )
+
+    @property
+    def device(self) -> str:
+        """'cpu' or 'cuda[:N]'."""
+        return self._device
+
+    def input(self, name: str) -> Any:
+        """The static input tensor (on the backend's device, in its precision)."""
+        return self._inputs[name]
+
+    def _copy_in(self, name: str, value: Any) -> None:
+        src = (
+            value
+            if isinstance(value, self.torch.Tensor)
+            else self.torch.from_numpy(np.ascontiguousarray(value))
+        )
+        self._inputs[name].copy_(src, non_blocking=True)
+
+    def prepare(self, warmup: int = 3) -> None:
+        """Warm-up on the stream, then capture the CUDA graph."""
+        torch = self.torch
+        if self.stream is None:
+            super().prepare(warmup)
+            return
+        self.stream.wait_stream(torch.cuda.current_stream(self._device))
+        with torch.cuda.stream(self.stream):
+            for _ in range(max(warmup, 3)):  # graph capture wants warmed-up kernels
+                self._outputs = self._forward()
+        torch.cuda.current_stream(self._device).wait_stream(self.stream)
+        self.stream.synchronize()
+        if self._use_graph:
+            self.graph = torch.cuda.CUDAGraph()
+            with torch.inference_mode(), torch.cuda.graph(self.graph, stream=self.stream):
+                self._outputs = self._forward()
+            self.stream.synchronize()
+        self.runs = 0
+
+    def _run(self) -> dict[str, Any]:
+        return self.run_async().wait()
+
+    def run_async(self) -> RunHandle:
+        """Replays the graph (or runs eagerly) on the stream; the handle waits on an event."""
+        torch = self.torch
+        if self.stream is None:
+            outputs = self._forward()
+            return RunHandle(lambda: True, lambda: outputs)
+        with torch.cuda.stream(self.stream):
+            if self.graph is not None:
+                self.graph.replay()
+            else:
+                self._outputs = self._forward()
+            event = torch.cuda.Event()
+            event.record(self.stream)
+        outputs = self._outputs
+
+        def wait() -> dict[str, Any]:
+            event.synchronize()
+            return outputs
+
+        return RunHandle(event.query, wait)
+
+    def run(self) -> dict[str, Any]:
+        """Runs synchronously (graph replay + wait on CUDA)."""
+        return super().run()
+
+    def release(self) -> None:
+        """Drops the graph, module and buffers."""
+        self.graph = None
+        self._inputs.clear()
+        self._outputs = {}

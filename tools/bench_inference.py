@@ -1,0 +1,219 @@
+#!/usr/bin/env python3
+"""Benchmark: the camera path's preprocessing + inference, per backend and device.
+
+For the test network (models/rtf_testnet, 384x640 input) at batch 1: each iteration takes a
+1920x1080 uint8 frame, preprocesses it into the network input (resize, normalise, NCHW) and runs
+the model; P50/P99/max over --runs iterations of both stages.
+
+  python tools/bench_inference.py --backend onnxruntime              # CPU
+  python tools/bench_inference.py --backend torch --device cuda      # FP16 + CUDA graph
+  python tools/bench_inference.py --backend torch --device cuda --matrix  # eager/graph, 32/16
+  python tools/bench_inference.py --backend torch --device cuda --h2d  # + pinned vs pageable copy
+
+On CUDA the frame lives in a shared-memory ring slot page-locked with cudaHostRegister (as
+the fusion node's camera ring), preprocessing is one CUDA graph replay, and the times are measured
+from host, synchronised after each stage.
+
+Final line: RESULT backend=... device=... pre_p99_ms=... infer_p50_ms=... infer_p99_ms=...
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rt_fusion.core.latency import summarize_ns
+from rt_fusion.inference import backend as backends
+from rt_fusion.inference.preprocess import CpuPreprocessor
+from rt_fusion.inference.spec import load_spec
+
+ROOT = Path(__file__).resolve().parents[1]
+FRAME = (1080, 1920, 3)
+
+
+def _frame_source(cuda: bool) -> tuple[Any, Any]:
+    """A 1080p frame: in a registered shared-memory slot on CUDA, plain memory on CPU."""
+    rng = np.random.default_rng(0)
+    content = rng.integers(0, 256, FRAME, dtype=np.uint8)
+    if not cuda:
+        return content, None
+    from rt_fusion.core.shm import ShmRingWriter  # noqa: PLC0415
+    from rt_fusion.inference import pinned  # noqa: PLC0415
+
+    ring = ShmRingWriter.create(f'rt_fusion_bench_inf_{os.getpid()}', content.nbytes, 2)
+    ws = ring.acquire(FRAME, np.uint8, 'rgb8')
+    np.copyto(ws.array, content)
+    ring.commit(ws, 0, 0)
+    region = pinned.register(*ring.slot_range())
+    return ws.array, (ring, region)
+
+
+def run_config(
+    backend: str, device: str, *, precision: str, cuda_graph: bool, runs: int, threads: int
+) -> dict[str, Any]:
+    """Times ``runs`` iterations of one configuration."""
+    spec = load_spec(ROOT / 'models' / 'rtf_testnet.yaml')
+    assert spec.preprocessing is not None
+    cuda = device.startswith('cuda')
+    frame, keep = _frame_source(cuda)
+    options: dict[str, Any] = {'device': device}
+    if backend == 'torch':
+        options |= {'precision': precision, 'cuda_graph': cuda_graph}
+    if threads:
+        options['threads'] = threads
+    be: Any = backends.create(backend, spec, **options)
+    if cuda:
+        from rt_fusion.inference.preprocess import TorchPreprocessor  # noqa: PLC0415
+
+        pre: Any = TorchPreprocessor(
+            spec.preprocessing,
+            FRAME,
+            device,
+            out=be.input('images'),
+            stream=be.stream,
+            cuda_graph=cuda_graph,
+        )
+    else:
+        cpu_pre = CpuPreprocessor(spec.preprocessing, FRAME)
+        target = be.input('images')
+        if not isinstance(target, np.ndarray):  # torch on CPU: a tensor sharing numpy memory
+            target = target.numpy()
+        pre = lambda f: cpu_pre(f, target)  # noqa: E731
+    be.prepare(warmup=10)
+    sync = be.stream.synchronize if cuda else (lambda: None)
+    pre_ns = np.empty(runs, np.int64)
+    inf_ns = np.empty(runs, np.int64)
+    for i in range(runs + 20):
+        t0 = time.perf_counter_ns()
+        pre(frame)
+        sync()
+        t1 = time.perf_counter_ns()
+        be.run()
+        t2 = time.perf_counter_ns()
+        if i >= 20:
+            pre_ns[i - 20], inf_ns[i - 20] = t1 - t0, t2 - t1
+    name = getattr(be, 'fallback_reason', '') or ''
+    result = {
+        'backend': backend,
+        'device': be.device,
+        'precision': precision,
+        'cuda_graph': cuda_graph and cuda,
+        'pre': summarize_ns(pre_ns),
+        'infer': summarize_ns(inf_ns),
+        'total': summarize_ns(pre_ns + inf_ns),
+        'note': name,
+    }
+    be.release()
+    if keep is not None:
+        ring, region = keep
+        region.release()
+        ring.close()
+    return result
+
+
+def bench_h2d(runs: int) -> dict[str, Any]:
+    """1080p host->device copy: pageable numpy vs the registered shm slot."""
+    import torch  # noqa: PLC0415
+
+    frame, keep = _frame_source(True)
+    pageable = np.array(frame)
+    dev = torch.empty(FRAME, dtype=torch.uint8, device='cuda')
+    out = {}
+    for name, src in (('pageable', pageable), ('pinned shm slot', frame)):
+        host = torch.from_numpy(src)
+        times = np.empty(runs, np.int64)
+        for i in range(runs + 10):
+            torch.cuda.synchronize()
+            t0 = time.perf_counter_ns()
+            dev.copy_(host, non_blocking=True)
+            torch.cuda.synchronize()
+            if i >= 10:
+                times[i - 10] = time.perf_counter_ns() - t0
+        out[name] = summarize_ns(times)
+    ring, region = keep
+    region.release()
+    ring.close()
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Runs the benchmark; returns the exit status."""
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument('--backend', choices=('onnxruntime', 'torch'), default='onnxruntime')
+    parser.add_argument('--device', default='cpu', help='cpu or cuda')
+    parser.add_argument(
+        '--precision',
+        choices=('fp32', 'fp16'),
+        default=None,
+        help='default: fp16 on CUDA, fp32 on CPU',
+    )
+    parser.add_argument('--no-cuda-graph', action='store_true')
+    parser.add_argument('--runs', type=int, default=1000)
+    parser.add_argument('--threads', type=int, default=0, help='CPU threads (0: default)')
+    parser.add_argument(
+        '--matrix', action='store_true', help='torch on CUDA: eager and CUDA graph, FP32 and FP16'
+    )
+    parser.add_argument('--h2d', action='store_true', help='also time 1080p host->device copies')
+    parser.add_argument('--quick', action='store_true', help='200 runs')
+    parser.add_argument('--out', type=Path, default=ROOT / 'results' / 'bench')
+    args = parser.parse_args(argv)
+    runs = 200 if args.quick else args.runs
+    cuda = args.device.startswith('cuda')
+    precision = args.precision or ('fp16' if cuda and args.backend == 'torch' else 'fp32')
+
+    from rt_fusion_tools import report  # noqa: PLC0415
+
+    configs = [(precision, not args.no_cuda_graph)]
+    if args.matrix and cuda:
+        configs = [('fp32', False), ('fp32', True), ('fp16', False), ('fp16', True)]
+    results = [
+        run_config(
+            args.backend, args.device, precision=p, cuda_graph=g, runs=runs, threads=args.threads
+        )
+        for p, g in configs
+    ]
+    rows, extra = {}, {}
+    for r in results:
+        label = f'{r["backend"]} {r["device"]} {r["precision"]}' + (
+            ' graph' if r['cuda_graph'] else (' eager' if cuda else '')
+        )
+        rows[f'{label}: preprocess'] = r['pre']
+        rows[f'{label}: inference'] = r['infer']
+        rows[f'{label}: total'] = r['total']
+        if r['note']:
+            extra[f'{label}: total'] = {'note': r['note']}
+    if args.h2d and cuda:
+        for name, s in bench_h2d(runs).items():
+            rows[f'1080p H2D copy, {name}'] = s
+    report.console.print(
+        report.latency_table(
+            f'rtf_testnet 384x640, batch 1, from a 1080p uint8 frame ({runs} runs)',
+            rows,
+            extra=extra,
+        )
+    )
+    report.write_json(
+        args.out / f'inference_{args.backend}_{"cuda" if cuda else "cpu"}.json',
+        {'runs': runs, 'rows': rows},
+    )
+    main_r = results[-1]
+    report.result_line(
+        backend=main_r['backend'],
+        device=main_r['device'],
+        pre_p99_ms=main_r['pre'].p99_us / 1e3,
+        infer_p50_ms=main_r['infer'].p50_us / 1e3,
+        infer_p99_ms=main_r['infer'].p99_us / 1e3,
+    )
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
