@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from rt_fusion.inference.engines import EngineTag, engine_tag
-from rt_fusion.inference.spec import ModelSpec, load_spec
+from rt_fusion.inference.spec import ModelSpec, Preprocessing, load_spec
 
 
 @dataclasses.dataclass(frozen=True)
@@ -227,9 +227,9 @@ def _calibrator(trt: Any, plan: BuildPlan) -> Any:  # pragma: no cover - TensorR
 
     from rt_fusion.inference.calibration import CalibrationFrames  # noqa: PLC0415
 
-    pre = plan.spec.preprocessing
-    if pre is None:
+    if plan.spec.preprocessing is None:
         raise SystemExit(f'build_engine: INT8 needs preprocessing in {plan.spec.path}')
+    pre: Preprocessing = plan.spec.preprocessing
     name = plan.spec.inputs[0].name
 
     class Calibrator(trt.IInt8EntropyCalibrator2):  # type: ignore[misc]
