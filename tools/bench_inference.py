@@ -120,6 +120,7 @@ def run_config(
         'pre': summarize_ns(pre_ns),
         'infer': summarize_ns(inf_ns),
         'total': summarize_ns(pre_ns + inf_ns),
+        'fused': summarize_ns(fused_ns),
         'note': name,
     }
     be.release()
