@@ -24,6 +24,8 @@ NODES = {
     'frame_probe': 'rt_fusion.nodes.frame_probe_node:main',
     'radar_node': 'rt_fusion.nodes.radar_node:main',
     'imu_node': 'rt_fusion.nodes.imu_node:main',
+    'camera_node': 'rt_fusion.nodes.camera_node:main',
+    'microphone_node': 'rt_fusion.nodes.microphone_node:main',
 }
 TOOLS = {
     'rt_fusion_demo': 'rt_fusion_tools.demo:main',
@@ -34,6 +36,10 @@ TOOLS = {
     'rt_fusion_bench_transport': 'rt_fusion_tools.bench_transport:main',
     'rt_fusion_bench_sync': 'rt_fusion_tools.bench_sync:main',
     'rt_fusion_bench_protocols': 'rt_fusion_tools.bench_protocols:main',
+    'rt_fusion_bench_sensors': 'rt_fusion_tools.bench_sensors:main',
+    'rt_fusion_bench_inference': 'rt_fusion_tools.bench_inference:main',
+    'rt_fusion_build_engine': 'rt_fusion_tools.build_engine:main',
+    'rt_fusion_make_test_model': 'rt_fusion_tools.make_test_model:main',
 }
 
 setup(

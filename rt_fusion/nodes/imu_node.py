@@ -100,6 +100,9 @@ class ImuParams:
         default=(1e-3, 1e-3, 1e-3),
         low=0.0,
     )
+    qos_depth: int = param(
+        'reliable history of ~/out/imu (samples a slow subscriber may lag)', default=500, low=1
+    )
     reconnect_initial_s: float = param('first reconnect delay', unit='s', default=0.2, low=0.01)
     reconnect_max_s: float = param('longest reconnect delay', unit='s', default=5.0, low=0.1)
     diagnostics_period_s: float = param('diagnostics period', unit='s', default=1.0, low=0.1)
@@ -157,7 +160,7 @@ class ImuNode(node_utils.DeviceNode):
         self._msg.linear_acceleration_covariance = _diag9(p.linear_acceleration_covariance)
         if 'quaternion' not in p.items:
             self._msg.orientation_covariance[0] = -1.0  # REP 145: no orientation estimate
-        qos = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
+        qos = QoSProfile(depth=p.qos_depth, reliability=ReliabilityPolicy.RELIABLE)
         self.pub = self.create_lifecycle_publisher(Imu, '~/out/imu', qos)
         self.diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
         self.diag_timer = self.create_timer(p.diagnostics_period_s, self._publish_diagnostics)

@@ -158,6 +158,8 @@ class ShmPublisher:
             messages only, no ring).
         codec: full-message converter (default: images).
         full_qos: QoS of the full message (default: sensor data, best effort).
+        full_decimation: with shm, publish the full message for every n-th frame only.
+        full_always: with shm, publish the full message even when nobody subscribes.
     """
 
     def __init__(
@@ -172,6 +174,8 @@ class ShmPublisher:
         transport: str = 'shm',
         codec: PayloadCodec | None = None,
         full_qos: QoSProfile | None = None,
+        full_decimation: int = 1,
+        full_always: bool = False,
     ) -> None:
         if transport not in ('shm', 'ros'):
             raise ShmError(segment, f'publisher transport {transport!r} not in (shm, ros)')
@@ -196,6 +200,9 @@ class ShmPublisher:
         self._desc_msg = ShmFrame()
         self._full_msg = self.codec.msg_type()
         self.published = 0
+        self.full_published = 0
+        self.full_decimation = max(1, full_decimation)
+        self.full_always = full_always
         self._sequence = 0
         self._scratch: npt.NDArray[Any] | None = None
 
@@ -237,8 +244,14 @@ class ShmPublisher:
                 frame_id=self.frame_id,
             )
             self._sequence += 1
-        if self.transport == 'ros' or self._full_pub.get_subscription_count() > 0:
+        wanted = (
+            self.transport == 'ros'
+            or self.full_always
+            or self._full_pub.get_subscription_count() > 0
+        )
+        if wanted and (self.transport == 'ros' or self.published % self.full_decimation == 0):
             self._full_pub.publish(self.codec.to_msg(ws.array, desc, self._full_msg))
+            self.full_published += 1
         self.published += 1
         return desc
 

@@ -1,0 +1,110 @@
+"""camera_node as a real process on the real dash-cam video: every frame through shared memory."""
+
+from __future__ import annotations
+
+import json
+import zlib
+
+import cv2
+import numpy as np
+import pytest
+
+from rt_fusion.core.shm import SHM_DIR
+from tests.conftest import ProcGroup, shared_file
+
+VIDEO = 'camera/solidWhiteRight.mp4'
+
+
+def _reference_crcs(path: str) -> list[int]:
+    cap = cv2.VideoCapture(path)
+    crcs = []
+    while True:
+        ok, frame = cap.read()
+        if not ok:
+            break
+        crcs.append(zlib.crc32(frame.data))
+    cap.release()
+    return crcs
+
+
+@pytest.mark.parametrize('pace', [True, False], ids=['paced', 'fast'])
+def test_every_frame_arrives_through_shm_in_order_and_bit_exact(
+    procs: ProcGroup, pace: bool
+) -> None:
+    video = str(shared_file(VIDEO))
+    ref = _reference_crcs(video)
+    assert len(ref) == 221
+    listener = procs.node(
+        'frame_probe_node',
+        '-p',
+        'role:=listener',
+        '-p',
+        'count:=221',
+        '-p',
+        'echo:=true',
+        '-p',
+        'transport:=shm',
+        '-p',
+        'timeout_s:=60.0',
+        '-r',
+        '__node:=listener',
+        '-r',
+        '~/in/frames:=/camera/out/image',
+        name='listener',
+    )
+    camera = procs.node(
+        'camera_node',
+        '-r',
+        '__node:=camera',
+        '-p',
+        'source:=file',
+        '-p',
+        f'file:={video}',
+        '-p',
+        f'pace:={str(pace).lower()}',
+        '-p',
+        'start_delay_s:=2.0',
+        '-p',
+        'ring_slots:=16',
+        '-p',
+        'segment:=rt_fusion_test_camera',
+        name='camera',
+    )
+    lines, summary = listener.summary(90)
+    frames = [json.loads(line) for line in lines]
+    assert summary['received'] == 221
+    assert [f['crc32'] for f in frames] == ref  # bit-exact against a direct OpenCV decode
+    assert [f['sequence'] for f in frames] == list(range(221))
+    stamps = np.array([f['stamp_ns'] for f in frames])
+    assert np.all(np.diff(stamps) == 40_000_000)  # container times, 25 fps
+    assert frames[0]['shape'] == [540, 960, 3] and frames[0]['encoding'] == 'bgr8'
+    assert camera.wait(30) == 0  # the file ended: the node finished on its own
+    assert not (SHM_DIR / 'rt_fusion_test_camera').exists()
+
+
+def test_missing_device_fails_start_up_with_a_clear_error(procs: ProcGroup) -> None:
+    camera = procs.node('camera_node', '-p', 'source:=v4l2', '-p', 'device:=/dev/video99')
+    assert camera.wait(30) == 2
+    assert any("cannot open v4l2 camera '/dev/video99'" in line for line in camera.stderr)
+
+
+def test_bad_pipeline_is_retried_when_asked_and_reported(procs: ProcGroup) -> None:
+    diag = procs.echo(
+        '/diagnostics', 'diagnostic_msgs/msg/DiagnosticArray', '--count', '2', '--timeout', '20'
+    )
+    camera = procs.node(
+        'camera_node',
+        '-p',
+        'source:=gstreamer',
+        '-p',
+        'pipeline:=videotestsrc ! nosuchelement ! appsink',
+        '-p',
+        'retry_s:=0.5',
+        '-p',
+        'diagnostics_period_s:=0.3',
+    )
+    msgs, _ = diag.messages(30)
+    status = msgs[-1]['status'][0]
+    assert status['level'] == 2
+    assert 'cannot open gstreamer camera' in status['message']
+    assert camera.popen.poll() is None  # still up, retrying
