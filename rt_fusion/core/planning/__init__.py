@@ -1,0 +1,1 @@
+"""Trajectory planning (ROS-free): reference paths and the Frenet sampling planner."""
