@@ -26,6 +26,7 @@ NODES = {
     'imu_node': 'rt_fusion.nodes.imu_node:main',
     'camera_node': 'rt_fusion.nodes.camera_node:main',
     'microphone_node': 'rt_fusion.nodes.microphone_node:main',
+    'trajectory_node': 'rt_fusion.nodes.trajectory_node:main',
 }
 TOOLS = {
     'rt_fusion_demo': 'rt_fusion_tools.demo:main',

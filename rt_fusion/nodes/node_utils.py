@@ -84,14 +84,15 @@ def declare_params(node: Node, cls: type[T], prefix: str = '') -> T:
             if node.has_parameter(name):  # configured before (lifecycle re-configure): re-read
                 values[field.name] = node.get_parameter(name).value
                 continue
-            if field.required:
+            if field.required or (field.kind is tuple and not field.default):
+                # An empty list has no element type: declare it typed, unset.
                 node.declare_parameter(name, ptype, _descriptor(field))
             else:
                 default = list(field.default) if field.kind is tuple else field.default
                 node.declare_parameter(name, default, _descriptor(field))
             values[field.name] = node.get_parameter(name).value
         except ParameterUninitializedException:
-            values[field.name] = None
+            values[field.name] = None if field.required else field.default
         except (InvalidParameterValueException, InvalidParameterTypeException) as err:
             raise ParameterError(name, None, str(err)) from err
     try:

@@ -104,6 +104,12 @@ class PlannerParams:
     w_speed: float = param('weight of the speed error', default=1.0, low=0.0)
     w_time: float = param('weight of slow manoeuvres (1/T)', default=2.0, low=0.0)
     w_proximity: float = param('weight of obstacle proximity', default=20.0, low=0.0)
+    w_consistency: float = param(
+        'weight of changing the target offset from the previous plan (against dithering '
+        'between near-equal manoeuvres)',
+        default=1.0,
+        low=0.0,
+    )
     proximity_range: float = param(
         'distance below which proximity costs', unit='m', default=3.0, low=0.0
     )
@@ -436,6 +442,9 @@ class FrenetPlanner:
             + p.w_speed * (self.cand_v - min(p.desired_speed, p.max_speed)) ** 2
             + p.w_time / self.cand_t
         )
+        prev = self.previous
+        if prev is not None and prev.status == STATUS_OK and p.w_consistency:
+            base = base + p.w_consistency * (self.cand_d - prev.target_offset) ** 2
         feasible = lat_ok[li] & lon_ok[mi]
         obs = self._obstacles_frenet(obstacles)
         if obs[0].shape[0]:

@@ -1,0 +1,258 @@
+"""Real-time set-up of a process and the deadline monitor of a periodic loop.
+
+:func:`apply` does what a real-time loop needs from the OS and from Python, from parameters:
+SCHED_FIFO at a priority, CPU affinity, ``mlockall(MCL_CURRENT | MCL_FUTURE)`` (no page faults
+later), pre-faulting of stack and heap (and keeping the heap: malloc must not hand freed memory
+back to the kernel, or the next allocation faults again), and a garbage-collector policy: a full
+collection, ``gc.freeze()`` of everything allocated during initialisation, automatic collection
+off, and :func:`collect_at_safe_point` between iterations. Without the permissions (no root, no
+CAP_SYS_NICE / RLIMIT_RTPRIO, RLIMIT_MEMLOCK too low) it warns and stays SCHED_OTHER, or raises
+when ``require_rt`` is set.
+
+:class:`DeadlineMonitor` measures a periodic loop against its schedule: wake-up lateness, run
+time and overruns (an iteration finishing after its deadline), with no allocation per iteration.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import dataclasses
+import gc
+import os
+import resource
+from pathlib import Path
+
+import numpy as np
+
+from rt_fusion.core.errors import ParameterError, RtFusionError
+from rt_fusion.core.latency import LatencyRecorder, LatencySummary
+
+from rt_fusion.core.params import param
+
+__all__ = [
+    'DeadlineMonitor',
+    'LatencySummary',
+    'RealtimeError',
+    'RealtimeParams',
+    'RealtimeReport',
+    'apply',
+    'collect_at_safe_point',
+    'system_facts',
+]
+
+MCL_CURRENT, MCL_FUTURE = 1, 2
+M_TRIM_THRESHOLD, M_MMAP_MAX = -1, -4
+
+
+class RealtimeError(RtFusionError):
+    """Real-time scheduling was required but could not be set up."""
+
+
+@dataclasses.dataclass(frozen=True)
+class RealtimeParams:
+    """Real-time parameters of a node."""
+
+    rt_priority: int = param(
+        'SCHED_FIFO priority (0: stay SCHED_OTHER)', default=0, low=0, high=99
+    )
+    cpus: tuple[int, ...] = param('CPUs the process may run on (empty: all)', default=())
+    lock_memory: bool = param('mlockall(MCL_CURRENT | MCL_FUTURE)', default=True)
+    prefault_stack_kib: int = param('stack to touch at start', unit='KiB', default=512, low=0)
+    prefault_heap_mib: int = param(
+        'heap to touch and keep at start', unit='MiB', default=64, low=0
+    )
+    freeze_gc: bool = param('gc.freeze() after start-up, automatic collection off', default=True)
+    require_rt: bool = param(
+        'fail at start-up when the real-time set-up is refused', default=False
+    )
+
+    def check(self) -> None:
+        """Cross-field rules."""
+        n = os.cpu_count() or 1
+        bad = [c for c in self.cpus if not 0 <= c < n]
+        if bad:
+            raise ParameterError('cpus', self.cpus, f'CPUs {bad} do not exist (0..{n - 1})')
+
+
+@dataclasses.dataclass
+class RealtimeReport:
+    """What :func:`apply` achieved."""
+
+    policy: str = 'SCHED_OTHER'
+    priority: int = 0
+    cpus: tuple[int, ...] = ()
+    memory_locked: bool = False
+    gc_frozen: bool = False
+    warnings: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def realtime(self) -> bool:
+        """True when running under SCHED_FIFO."""
+        return self.policy == 'SCHED_FIFO'
+
+
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(ctypes.util.find_library('c') or 'libc.so.6', use_errno=True)
+
+
+def _prefault_stack(kib: int) -> None:
+    """Touches about ``kib`` KiB of the C stack so that its pages are resident (and locked).
+
+    Python 3.11 keeps Python frames on the heap; what grows the C stack is C recursion. The JSON
+    decoder recurses in C once per nesting level (a few hundred bytes each), so decoding a deeply
+    nested array walks the stack down and back.
+    """
+    import json  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    depth = max(1, kib * 4)  # ~256 bytes of C stack per level
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, depth + 100))
+    try:
+        json.loads('[' * depth + ']' * depth)
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+def apply(params: RealtimeParams) -> RealtimeReport:
+    """Applies the real-time set-up of ``params`` to this process.
+
+    Raises:
+        RealtimeError: a step was refused and ``require_rt`` is set.
+    """
+    report = RealtimeReport()
+    libc = _libc()
+
+    def refuse(what: str) -> None:
+        if params.require_rt:
+            raise RealtimeError(f'{what} (require_rt is set)')
+        report.warnings.append(what)
+
+    if params.cpus:
+        try:
+            os.sched_setaffinity(0, set(params.cpus))
+            report.cpus = tuple(sorted(os.sched_getaffinity(0)))
+        except OSError as err:
+            refuse(f'sched_setaffinity({list(params.cpus)}): {err}')
+    else:
+        report.cpus = tuple(sorted(os.sched_getaffinity(0)))
+    if params.lock_memory:
+        # Keep freed heap in the process: returning it would mean faults when it is reused.
+        libc.mallopt(M_TRIM_THRESHOLD, -1)
+        libc.mallopt(M_MMAP_MAX, 0)
+        if libc.mlockall(MCL_CURRENT | MCL_FUTURE) == 0:
+            report.memory_locked = True
+        else:
+            errno = ctypes.get_errno()
+            soft, _ = resource.getrlimit(resource.RLIMIT_MEMLOCK)
+            refuse(f'mlockall: {os.strerror(errno)} (RLIMIT_MEMLOCK {soft} bytes)')
+    if params.prefault_heap_mib:
+        block = np.ones(params.prefault_heap_mib << 20, np.uint8)  # touched: resident now
+        del block  # freed to malloc, which keeps it (M_TRIM_THRESHOLD, M_MMAP_MAX above)
+    if params.prefault_stack_kib:
+        _prefault_stack(params.prefault_stack_kib)
+    if params.rt_priority > 0:
+        try:
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(params.rt_priority))
+            report.policy, report.priority = 'SCHED_FIFO', params.rt_priority
+        except (PermissionError, OSError) as err:
+            limit = resource.getrlimit(resource.RLIMIT_RTPRIO)[0]
+            refuse(
+                f'SCHED_FIFO priority {params.rt_priority}: {err} (RLIMIT_RTPRIO {limit}); '
+                'running SCHED_OTHER'
+            )
+    if params.freeze_gc:
+        gc.collect()
+        gc.freeze()
+        gc.disable()
+        report.gc_frozen = True
+    return report
+
+
+def collect_at_safe_point(generation: int = 0) -> None:
+    """A young-generation collection between iterations (automatic collection is off)."""
+    gc.collect(generation)
+
+
+class DeadlineMonitor:
+    """Lateness, run time and overruns of a periodic loop; time passed in, no allocation.
+
+    Per iteration: ``start(scheduled_ns, now_ns)`` when it wakes, ``finish(now_ns)`` when done.
+    The deadline of an iteration is its scheduled time plus one period.
+    """
+
+    def __init__(self, period_ns: int, capacity: int = 100_000) -> None:
+        if period_ns <= 0:
+            raise ParameterError('period', period_ns, 'must be > 0 ns')
+        self.period_ns = period_ns
+        self.lateness = LatencyRecorder(capacity)
+        self.runtime = LatencyRecorder(capacity)
+        self.iterations = 0
+        self.overruns = 0
+        self._scheduled = 0
+        self._started = 0
+
+    def start(self, scheduled_ns: int, now_ns: int) -> None:
+        """An iteration due at ``scheduled_ns`` woke at ``now_ns``."""
+        self._scheduled, self._started = scheduled_ns, now_ns
+        self.lateness.record(now_ns - scheduled_ns)
+
+    def finish(self, now_ns: int) -> bool:
+        """The iteration ended at ``now_ns``; returns False when it missed its deadline."""
+        self.iterations += 1
+        self.runtime.record(now_ns - self._started)
+        if now_ns > self._scheduled + self.period_ns:
+            self.overruns += 1
+            return False
+        return True
+
+    def summary(self) -> dict[str, LatencySummary | int]:
+        """Lateness and run time summaries, iteration and overrun counts."""
+        return {
+            'lateness': self.lateness.summary(),
+            'runtime': self.runtime.summary(),
+            'iterations': self.iterations,
+            'overruns': self.overruns,
+        }
+
+
+def system_facts() -> dict[str, str]:
+    """What the kernel and limits say about real-time here (for rt_check and diagnostics)."""
+
+    def read(path: str) -> str:
+        try:
+            return Path(path).read_text().strip()
+        except OSError:
+            return ''
+
+    version = read('/proc/version')
+    if read('/sys/kernel/realtime') == '1' or 'PREEMPT_RT' in version:
+        model = 'PREEMPT_RT'
+    elif 'PREEMPT_DYNAMIC' in version:
+        model = (
+            'PREEMPT_DYNAMIC (' + (read('/sys/kernel/debug/sched/preempt') or 'mode unknown') + ')'
+        )
+    elif 'PREEMPT' in version:
+        model = 'PREEMPT (low-latency desktop)'
+    else:
+        model = 'none (server)'
+    rtprio = resource.getrlimit(resource.RLIMIT_RTPRIO)
+    memlock = resource.getrlimit(resource.RLIMIT_MEMLOCK)
+
+    def lim(v: int) -> str:
+        return 'unlimited' if v == resource.RLIM_INFINITY else str(v)
+
+    return {
+        'kernel': version.split(' (')[0],
+        'preemption': model,
+        'euid': str(os.geteuid()),
+        'RLIMIT_RTPRIO': f'{lim(rtprio[0])} / {lim(rtprio[1])}',
+        'RLIMIT_MEMLOCK': f'{lim(memlock[0])} / {lim(memlock[1])}',
+        'sched_rt_runtime_us': read('/proc/sys/kernel/sched_rt_runtime_us'),
+        'isolated_cpus': read('/sys/devices/system/cpu/isolated') or '(none)',
+        'nohz_full': read('/sys/devices/system/cpu/nohz_full') or '(none)',
+        'cmdline': read('/proc/cmdline'),
+        'cpus': str(os.cpu_count()),
+        'governor': read('/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor') or '(n/a)',
+    }

@@ -1,0 +1,361 @@
+"""trajectory_node: replans a collision-free trajectory at a fixed rate under real-time scheduling.
+
+Inputs: ``~/in/odometry`` (nav_msgs/Odometry: the ego pose in the planning frame and its speed),
+``~/in/objects`` (rt_fusion_msgs/ObjectArray, in the vehicle frame; the fusion node's output) and,
+until fused objects exist on a vehicle, ``~/in/radar_objects`` (rt_fusion_msgs/RadarObjects).
+The reference path comes from the ``waypoints_x`` / ``waypoints_y`` parameters or from
+``~/in/path`` (nav_msgs/Path), which replaces it.
+
+Every ``1 / replan_hz`` (and as soon as new objects arrive) it plans with the Frenet planner from
+the state of its previous trajectory at the current time (so the plan never jumps), predicting
+the objects from their stamp to now, and publishes ``~/out/trajectory``
+(rt_fusion_msgs/Trajectory: points, status — ok, comfort_stop, emergency_stop, no_input — and the
+solve time) and ``~/out/path`` (nav_msgs/Path, for rviz). Pedestrians get the yield treatment
+(their path ahead is kept free).
+
+Real time: at configure, after every allocation, :func:`rt_fusion.core.realtime.apply` sets
+SCHED_FIFO, CPU affinity, mlockall, pre-faulting and the GC policy from the parameters; a
+:class:`DeadlineMonitor` measures the loop's lateness and overruns, published in /diagnostics.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import sys
+import time
+from typing import Any
+
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from geometry_msgs.msg import PoseStamped
+from nav_msgs.msg import Odometry, Path
+from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+from rt_fusion_msgs.msg import Object, ObjectArray, RadarObjects, Trajectory, TrajectoryPoint
+
+from rt_fusion.core import realtime
+from rt_fusion.core.errors import ParameterError
+from rt_fusion.core.params import param
+from rt_fusion.core.planning import frenet
+from rt_fusion.core.planning.ego import EgoPose, PoseHistory
+from rt_fusion.core.planning.reference import PathError, ReferencePath
+from rt_fusion.nodes import node_utils
+from rt_fusion.nodes.conversions import ns_to_time, time_to_ns
+
+
+@dataclasses.dataclass(frozen=True)
+class TrajectoryNodeParams:
+    """Parameters of trajectory_node (the planner's and the real-time ones come separately)."""
+
+    frame_id: str = param('frame of the trajectory and the path', default='map')
+    replan_hz: float = param('replanning rate', unit='Hz', default=20.0, low=1.0, high=200.0)
+    waypoints_x: tuple[float, ...] = param('reference path x', unit='m', default=(0.0, 500.0))
+    waypoints_y: tuple[float, ...] = param('reference path y', unit='m', default=(0.0, 0.0))
+    max_object_age_s: float = param(
+        'objects older than this are dropped', unit='s', default=0.5, low=0.0
+    )
+    odometry_timeout_s: float = param(
+        'no odometry for this long: status no_input', unit='s', default=0.5, low=0.01
+    )
+    pedestrian_growth: float = param(
+        'position uncertainty growth of pedestrians', unit='m/s', default=0.5, low=0.0
+    )
+    yield_to_pedestrians: bool = param('keep the path ahead of pedestrians free', default=True)
+    diagnostics_period_s: float = param('diagnostics period', unit='s', default=1.0, low=0.1)
+
+    def check(self) -> None:
+        """Cross-field rules."""
+        if len(self.waypoints_x) != len(self.waypoints_y) or len(self.waypoints_x) < 2:
+            raise ParameterError(
+                'waypoints_x',
+                self.waypoints_x,
+                'waypoints_x and waypoints_y need the same length >= 2',
+            )
+
+
+def _yaw(q: Any) -> float:
+    return math.atan2(2 * (q.w * q.z + q.x * q.y), 1 - 2 * (q.y * q.y + q.z * q.z))
+
+
+class TrajectoryNode(node_utils.DeviceNode):
+    """The planning loop; see the module docstring."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__('planner', **kwargs)
+        self.poses = PoseHistory()
+        self.odom_ns = 0  # when odometry last arrived
+        self.objects: list[tuple[int, frenet.Obstacle]] = []  # (stamp, obstacle in the map frame)
+        self.plan_start_ns = 0
+        self.published = 0
+        self.last_status = -1
+        self.solve_ms: list[float] = []
+        self.rt_report: realtime.RealtimeReport | None = None
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def configure(self) -> None:
+        """Parameters, planner, publishers; then the real-time set-up, last."""
+        p = self.params = node_utils.declare_params(self, TrajectoryNodeParams)
+        self.planner_params = node_utils.declare_params(self, frenet.PlannerParams, 'planner.')
+        rt = node_utils.declare_params(self, realtime.RealtimeParams, 'rt.')
+        try:
+            path = ReferencePath(np.column_stack((p.waypoints_x, p.waypoints_y)))
+        except PathError as err:
+            raise ParameterError('waypoints_x', p.waypoints_x, str(err)) from err
+        self.planner = frenet.FrenetPlanner(path, self.planner_params)
+        reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+        self.traj_pub = self.create_lifecycle_publisher(Trajectory, '~/out/trajectory', reliable)
+        self.path_pub = self.create_lifecycle_publisher(Path, '~/out/path', reliable)
+        self.diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
+        self.create_subscription(Odometry, '~/in/odometry', self._on_odom, qos_profile_sensor_data)
+        self.create_subscription(ObjectArray, '~/in/objects', self._on_objects, reliable)
+        self.create_subscription(
+            RadarObjects, '~/in/radar_objects', self._on_radar, qos_profile_sensor_data
+        )
+        self.create_subscription(Path, '~/in/path', self._on_path, reliable)
+        self.period_ns = round(1e9 / p.replan_hz)
+        self.monitor = realtime.DeadlineMonitor(self.period_ns)
+        self._msg = Trajectory()
+        self._msg.header.frame_id = p.frame_id
+        self._points = [TrajectoryPoint() for _ in self.planner.t]
+        # Warm the planner (first calls allocate caches), then lock the process down.
+        self.planner.plan(frenet.FrenetState(0.0, 5.0, 0.0, 0.0, 0.0, 0.0), [])
+        self.planner.previous = None
+        self.rt_report = realtime.apply(rt)
+        for warning in self.rt_report.warnings:
+            self.get_logger().warning(f'real time: {warning}')
+        self.get_logger().info(
+            f'real time: {self.rt_report.policy} priority {self.rt_report.priority}, CPUs '
+            f'{list(self.rt_report.cpus)}, memory locked {self.rt_report.memory_locked}'
+        )
+        self.diag_timer = self.create_timer(p.diagnostics_period_s, self._publish_diagnostics)
+
+    def activate(self) -> None:
+        """Starts the replanning timer."""
+        self._next_ns = time.monotonic_ns()
+        self.timer = self.create_timer(1.0 / self.params.replan_hz, self._on_tick)
+
+    def deactivate(self) -> None:
+        """Stops replanning."""
+        timer = getattr(self, 'timer', None)
+        if timer is not None:
+            self.destroy_timer(timer)
+            del self.timer
+
+    # -- inputs --------------------------------------------------------------------------------
+
+    def _on_odom(self, msg: Odometry) -> None:
+        now = time.time_ns()
+        pose = msg.pose.pose
+        self.poses.add(
+            time_to_ns(msg.header.stamp) or now,
+            EgoPose(
+                pose.position.x,
+                pose.position.y,
+                _yaw(pose.orientation),
+                float(msg.twist.twist.linear.x),
+            ),
+        )
+        self.odom_ns = now
+
+    def _ego(self, stamp_ns: int) -> EgoPose | None:
+        """The ego pose at ``stamp_ns`` (None without recent odometry)."""
+        if (
+            not self.odom_ns
+            or time.time_ns() - self.odom_ns > self.params.odometry_timeout_s * 1e9
+        ):
+            return None
+        return self.poses.at(stamp_ns)
+
+    @staticmethod
+    def _to_map(
+        x: float, y: float, yaw: float, vx: float, vy: float, ego: EgoPose
+    ) -> tuple[float, ...]:
+        """Position, heading and velocity over ground from the vehicle frame to the map."""
+        c, s = math.cos(ego.yaw), math.sin(ego.yaw)
+        return (
+            ego.x + c * x - s * y,
+            ego.y + s * x + c * y,
+            ego.yaw + yaw,
+            c * vx - s * vy,
+            s * vx + c * vy,
+        )
+
+    def _on_objects(self, msg: ObjectArray) -> None:
+        # Transformed with the ego pose at the detections' stamp, not the latest one.
+        stamp = time_to_ns(msg.header.stamp)
+        ego = self._ego(stamp)
+        if ego is None:
+            return
+        out = []
+        for o in msg.objects:  # velocity over ground (Object.msg)
+            mx, my, myaw, mvx, mvy = self._to_map(
+                o.position.x, o.position.y, o.yaw, o.velocity.x, o.velocity.y, ego
+            )
+            pedestrian = o.object_class == Object.CLASS_PEDESTRIAN
+            out.append(
+                (
+                    stamp,
+                    frenet.Obstacle(
+                        mx,
+                        my,
+                        myaw,
+                        max(o.size.x, 0.3),
+                        max(o.size.y, 0.3),
+                        mvx,
+                        mvy,
+                        float(o.yaw_rate),
+                        float(o.position_std),
+                        growth=self.params.pedestrian_growth if pedestrian else None,
+                        yield_to=pedestrian and self.params.yield_to_pedestrians,
+                    ),
+                )
+            )
+        self.objects = out
+        self._on_timer(event=True)
+
+    def _on_radar(self, msg: RadarObjects) -> None:
+        stamp = time_to_ns(msg.header.stamp)
+        ego = self._ego(stamp)
+        if ego is None:
+            return
+        out = []
+        for o in msg.objects:
+            length = o.length if math.isfinite(o.length) and o.length > 0 else 1.0
+            width = o.width if math.isfinite(o.width) and o.width > 0 else 1.0
+            yaw = o.orientation if math.isfinite(o.orientation) else 0.0
+            # Radar velocities are relative to the sensor: add the ego's own motion.
+            mx, my, myaw, mvx, mvy = self._to_map(
+                o.position.x, o.position.y, yaw, o.velocity.x + ego.v, o.velocity.y, ego
+            )
+            out.append((stamp, frenet.Obstacle(mx, my, myaw, length, width, mvx, mvy)))
+        self.objects = out
+        self._on_timer(event=True)
+
+    def _on_path(self, msg: Path) -> None:
+        pts = [(ps.pose.position.x, ps.pose.position.y) for ps in msg.poses]
+        try:
+            path = ReferencePath(np.array(pts))
+        except PathError as err:
+            self.get_logger().error(f'~/in/path rejected: {err}')
+            return
+        self.planner = frenet.FrenetPlanner(path, self.planner_params)
+
+    # -- the loop ------------------------------------------------------------------------------
+
+    def _on_tick(self) -> None:
+        # A separate method: rclpy hands a TimerInfo to timer callbacks that take an argument.
+        self._on_timer(event=False)
+
+    def _on_timer(self, event: bool) -> None:
+        now_mono = time.monotonic_ns()
+        if not event:
+            scheduled = self._next_ns
+            self._next_ns += self.period_ns
+            if now_mono - self._next_ns > self.period_ns:  # far behind: resynchronise
+                self._next_ns = now_mono + self.period_ns
+            self.monitor.start(scheduled, now_mono)
+        now = time.time_ns()
+        ego = self._ego(now)
+        msg = self._msg
+        msg.header.stamp = ns_to_time(now)
+        t0 = time.perf_counter_ns()
+        if ego is None:
+            msg.status = Trajectory.STATUS_NO_INPUT
+            msg.points = []
+        else:
+            fresh = [
+                (s, o) for s, o in self.objects if now - s <= self.params.max_object_age_s * 1e9
+            ]
+            obstacles = [_advance(o, (now - s) / 1e9) for s, o in fresh]
+            since = (now - self.plan_start_ns) / 1e9
+            start = self.planner.start_state(since, ego.x, ego.y, ego.v)
+            traj = self.planner.plan(start, obstacles)
+            self.plan_start_ns = now
+            self._fill(msg, traj)
+        msg.solve_time_ms = (time.perf_counter_ns() - t0) / 1e6
+        self.traj_pub.publish(msg)
+        if msg.points:
+            self.path_pub.publish(self._path(msg))
+        self.published += 1
+        self.last_status = msg.status
+        if not event:
+            self.monitor.finish(time.monotonic_ns())
+            realtime.collect_at_safe_point()
+
+    def _fill(self, msg: Trajectory, traj: frenet.Trajectory) -> None:
+        for pt, t, x, y, yaw, v, a, k in zip(
+            self._points, traj.t, traj.x, traj.y, traj.yaw, traj.v, traj.a, traj.kappa, strict=True
+        ):
+            pt.t, pt.x, pt.y, pt.yaw = float(t), float(x), float(y), float(yaw)
+            pt.v, pt.a, pt.curvature = float(v), float(a), float(k)
+        msg.points = self._points
+        msg.status = traj.status
+        msg.candidates, msg.collision_checks = traj.candidates, traj.collision_checks
+        msg.cost = float(traj.cost) if math.isfinite(traj.cost) else -1.0
+        msg.target_offset, msg.target_speed = traj.target_offset, traj.target_speed
+
+    def _path(self, msg: Trajectory) -> Path:
+        path = Path()
+        path.header = msg.header
+        for pt in msg.points:
+            ps = PoseStamped()
+            ps.header = msg.header
+            ps.pose.position.x, ps.pose.position.y = pt.x, pt.y
+            ps.pose.orientation.z, ps.pose.orientation.w = (
+                math.sin(pt.yaw / 2),
+                math.cos(pt.yaw / 2),
+            )
+            path.poses.append(ps)
+        return path
+
+    def _publish_diagnostics(self) -> None:
+        m = self.monitor.summary()
+        late, run = m['lateness'], m['runtime']
+        assert isinstance(late, realtime.LatencySummary)
+        assert isinstance(run, realtime.LatencySummary)
+        rt = self.rt_report
+        overruns = int(m['overruns'])  # type: ignore[arg-type]
+        level = DiagnosticStatus.WARN if overruns or (rt and rt.warnings) else DiagnosticStatus.OK
+        message = f'{overruns} deadline overruns' if overruns else 'planning on time'
+        values = {
+            'status': ('ok', 'comfort_stop', 'emergency_stop', 'no_input')[self.last_status]
+            if self.last_status >= 0
+            else '',
+            'iterations': m['iterations'],
+            'overruns': overruns,
+            'lateness_p99_us': round(late.p99_us, 1) if late.count else '',
+            'lateness_max_us': round(late.max_us, 1) if late.count else '',
+            'runtime_p99_us': round(run.p99_us, 1) if run.count else '',
+            'policy': rt.policy if rt else '',
+            'priority': rt.priority if rt else '',
+            'cpus': ','.join(map(str, rt.cpus)) if rt else '',
+            'memory_locked': rt.memory_locked if rt else '',
+            'rt_warnings': '; '.join(rt.warnings) if rt else '',
+        }
+        status = DiagnosticStatus(
+            level=level,
+            name=f'{self.get_fully_qualified_name()}: planner',
+            message=message,
+            values=[KeyValue(key=k, value=str(v)) for k, v in values.items()],
+        )
+        out = DiagnosticArray(status=[status])
+        out.header.stamp = self.get_clock().now().to_msg()
+        self.diag_pub.publish(out)
+
+
+def _advance(o: frenet.Obstacle, dt: float) -> frenet.Obstacle:
+    """The obstacle moved on by ``dt`` seconds (its stamp was older than now)."""
+    if dt <= 0:
+        return o
+    x, y, yaw = frenet.predict([dataclasses.replace(o, yield_to=False)], np.array([dt]))
+    return dataclasses.replace(o, x=float(x[0, 0]), y=float(y[0, 0]), yaw=float(yaw[0, 0]))
+
+
+def main(args: list[str] | None = None) -> int:
+    """Entry point of ``trajectory_node``."""
+    return node_utils.run(TrajectoryNode, args)
+
+
+if __name__ == '__main__':
+    sys.exit(main())

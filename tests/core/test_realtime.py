@@ -1,0 +1,99 @@
+"""Real-time set-up (in child processes: it changes the process for good) and DeadlineMonitor."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from rt_fusion.core import params
+from rt_fusion.core.errors import ParameterError
+from rt_fusion.core.realtime import DeadlineMonitor, RealtimeParams, system_facts
+
+CHILD = textwrap.dedent("""
+    import json, os, sys
+    from rt_fusion.core import params, realtime
+    if {drop}:
+        os.setgid(65534); os.setuid(65534)  # nobody: no CAP_SYS_NICE, RLIMIT_RTPRIO 0
+    p = params.build(realtime.RealtimeParams, json.loads(sys.argv[1]))
+    try:
+        r = realtime.apply(p)
+    except realtime.RealtimeError as err:
+        print(json.dumps({{'error': str(err)}})); sys.exit(0)
+    status = dict(l.split(':', 1) for l in open('/proc/self/status'))
+    print(json.dumps({{'policy': r.policy, 'cpus': r.cpus, 'locked': r.memory_locked,
+                      'warnings': r.warnings, 'sched': os.sched_getscheduler(0),
+                      'affinity': sorted(os.sched_getaffinity(0)),
+                      'vmlck_kib': int(status['VmLck'].split()[0]),
+                      'gc': __import__('gc').isenabled()}}))
+""")
+
+
+def _child(values: dict[str, object], drop: bool = False) -> dict[str, object]:
+    out = subprocess.run(
+        [sys.executable, '-c', CHILD.format(drop=drop), json.dumps(values)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    return json.loads(out.stdout)  # type: ignore[no-any-return]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason='SCHED_FIFO needs root (or CAP_SYS_NICE)')
+def test_apply_sets_fifo_affinity_locked_memory_and_gc_policy() -> None:
+    r = _child({'rt_priority': 10, 'cpus': [0], 'prefault_heap_mib': 8, 'require_rt': True})
+    assert r['policy'] == 'SCHED_FIFO' and r['sched'] == os.SCHED_FIFO
+    assert r['cpus'] == [0] and r['affinity'] == [0]
+    assert r['locked'] is True
+    assert r['vmlck_kib'] > 8 * 1024  # the pre-faulted heap is locked too
+    assert r['gc'] is False
+    assert r['warnings'] == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason='needs root to drop to an unprivileged user')
+def test_refused_set_up_warns_and_stays_sched_other_or_fails_when_required() -> None:
+    r = _child({'rt_priority': 50, 'lock_memory': False}, drop=True)
+    assert r['policy'] == 'SCHED_OTHER' and r['sched'] == os.SCHED_OTHER
+    assert any('SCHED_FIFO priority 50' in w and 'RLIMIT_RTPRIO' in w for w in r['warnings'])
+    r = _child({'rt_priority': 50, 'lock_memory': False, 'require_rt': True}, drop=True)
+    assert 'SCHED_FIFO priority 50' in str(r['error'])
+
+
+def test_cpus_that_do_not_exist_are_a_parameter_error() -> None:
+    with pytest.raises(ParameterError, match="'cpus'"):
+        params.build(RealtimeParams, {'cpus': [0, 4096]})
+
+
+def test_deadline_monitor_counts_lateness_runtime_and_overruns() -> None:
+    m = DeadlineMonitor(period_ns=10_000_000)
+    for k in range(100):
+        scheduled = k * 10_000_000
+        m.start(scheduled, scheduled + 50_000)  # woke 50 us late
+        run = 2_000_000 if k % 10 else 12_000_000  # every tenth misses its deadline
+        assert m.finish(scheduled + 50_000 + run) == bool(k % 10)
+    s = m.summary()
+    assert s['iterations'] == 100 and s['overruns'] == 10
+    late, runtime = s['lateness'], s['runtime']
+    assert not isinstance(late, int) and not isinstance(runtime, int)
+    assert late.p50_us == pytest.approx(50.0)
+    assert runtime.max_us == pytest.approx(12_000.0)
+    with pytest.raises(ParameterError, match="'period'"):
+        DeadlineMonitor(0)
+
+
+def test_system_facts_reports_the_kernel_and_limits() -> None:
+    facts = system_facts()
+    for key in (
+        'kernel',
+        'preemption',
+        'RLIMIT_RTPRIO',
+        'RLIMIT_MEMLOCK',
+        'isolated_cpus',
+        'sched_rt_runtime_us',
+    ):
+        assert facts[key], key

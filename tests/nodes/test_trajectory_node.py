@@ -1,0 +1,71 @@
+"""trajectory_node as a real process under SCHED_FIFO (as root), planning around a stopped car."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+
+import pytest
+
+from tests.conftest import ProcGroup
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason='SCHED_FIFO needs root (or CAP_SYS_NICE)')
+def test_planner_under_sched_fifo_drives_a_vehicle_around_a_stopped_car(procs: ProcGroup) -> None:
+    """Closed loop: the scene's ego follows each published trajectory; it must pass the car."""
+    diag = procs.echo(
+        '/diagnostics', 'diagnostic_msgs/msg/DiagnosticArray', '--idle', '2', '--timeout', '60'
+    )
+    node = procs.node(
+        'trajectory_node',
+        '-r',
+        '__node:=planner',
+        '-r',
+        '~/in/odometry:=/scene/odometry',
+        '-r',
+        '~/in/objects:=/scene/objects',
+        '-p',
+        'replan_hz:=20.0',
+        '-p',
+        'rt.rt_priority:=50',
+        '-p',
+        'rt.cpus:=[0]',
+        '-p',
+        'rt.require_rt:=true',
+        '-p',
+        'rt.prefault_heap_mib:=16',
+        '-p',
+        'diagnostics_period_s:=0.5',
+        name='planner',
+    )
+    scene = procs.spawn(
+        [sys.executable, '-m', 'tests.nodes.scene_publisher', '--seconds', '7', '--car-x', '40'],
+        'scene',
+    )
+    assert scene.read_line(40) == 'READY'
+    assert os.sched_getscheduler(node.popen.pid) == os.SCHED_FIFO
+    line = scene.read_line(30)
+    assert line is not None and line.startswith('RESULT '), line
+    result = json.loads(line.split(' ', 1)[1])
+    assert result['followed'] > 100
+    assert result['final_x'] > 40 + 10, result  # it got past the car ...
+    assert result['min_gap'] > 0.0, result  # ... without touching it ...
+    assert result['max_abs_y'] > 2.0, result  # ... by changing lanes
+    assert result['statuses'].get('0', 0) > 100, result
+    assert result['points'] == [51], result
+    node.popen.send_signal(signal.SIGINT)
+    statuses = [s for m in diag.messages(60)[0] for s in m['status'] if 'planner' in s['name']]
+    values = {kv['key']: kv['value'] for kv in statuses[-1]['values']}
+    assert values['policy'] == 'SCHED_FIFO'
+    assert values['memory_locked'] == 'True'
+    assert int(values['iterations']) > 20
+
+
+def test_bad_waypoints_fail_start_up_with_their_name(procs: ProcGroup) -> None:
+    node = procs.node(
+        'trajectory_node', '-p', 'waypoints_x:=[0.0, 1.0, 2.0]', '-p', 'waypoints_y:=[0.0, 1.0]'
+    )
+    assert node.wait(30) == 2
+    assert any("'waypoints_x'" in line for line in node.stderr)
