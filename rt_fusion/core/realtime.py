@@ -27,7 +27,6 @@ import numpy as np
 
 from rt_fusion.core.errors import ParameterError, RtFusionError
 from rt_fusion.core.latency import LatencyRecorder, LatencySummary
-
 from rt_fusion.core.params import param
 
 __all__ = [
