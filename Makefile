@@ -21,7 +21,7 @@ lint: setup
 	$(VENV)/bin/ruff format --check .
 
 typecheck: setup
-	$(VENV)/bin/mypy rt_fusion tools
+	$(VENV)/bin/mypy rt_fusion tools rt_kernel/rt_host.py
 
 pytest: setup
 	@tools/run_pytest.sh $(PYTEST_ARGS)

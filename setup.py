@@ -41,6 +41,8 @@ TOOLS = {
     'rt_fusion_bench_inference': 'rt_fusion_tools.bench_inference:main',
     'rt_fusion_build_engine': 'rt_fusion_tools.build_engine:main',
     'rt_fusion_make_test_model': 'rt_fusion_tools.make_test_model:main',
+    'rt_fusion_rt_check': 'rt_fusion_tools.rt_check:main',
+    'rt_fusion_bench_planner': 'rt_fusion_tools.bench_planner:main',
 }
 
 setup(

@@ -283,11 +283,11 @@ def _deriv(f: F64, step: float) -> F64:
 
 def _pack(mask: npt.NDArray[np.bool_]) -> npt.NDArray[np.uint64]:
     """(R, O, K) booleans -> (R, W) 64-bit words, one bit per (O, K) cell."""
-    flat = mask.reshape(mask.shape[0], -1)
-    pad = (-flat.shape[1]) % 64
-    if pad:
-        flat = np.pad(flat, ((0, 0), (0, pad)))
-    return np.packbits(flat, axis=1).view(np.uint64)
+    packed = np.packbits(mask.reshape(mask.shape[0], -1), axis=1)  # bits padded to bytes
+    pad = (-packed.shape[1]) % 8
+    if pad:  # bytes padded to words (a small array, unlike padding the booleans)
+        packed = np.concatenate((packed, np.zeros((packed.shape[0], pad), np.uint8)), axis=1)
+    return packed.view(np.uint64)
 
 
 def _basis(horizons: F64, t: F64) -> F64:
@@ -382,6 +382,7 @@ class FrenetPlanner:
             p.vehicle_length / n_ego
         )
         self.previous: Trajectory | None = None
+        self._circle_cache: tuple[int, tuple[F64, ...]] | None = None
         # Obstacles are projected onto the path every 10th step and interpolated in between.
         key = np.unique(np.concatenate((np.arange(0, self.t.size, 10), [self.t.size - 1])))
         pos = np.interp(np.arange(self.t.size), key, np.arange(key.size))
@@ -414,11 +415,35 @@ class FrenetPlanner:
 
     # -- planning --------------------------------------------------------------------------------
 
+    def candidate_paths(self, start: FrenetState) -> tuple[F64, F64, npt.NDArray[np.bool_]]:
+        """Every candidate from ``start`` in the map frame, for plots and rviz markers: x and y
+        (candidates × steps) and whether it passes the kinematic checks (obstacles ignored)."""
+        p = self.p
+        lat = _quintic(start.d, start.d_d, start.d_dd, self.lat_d, self.lat_t)
+        lon = _quartic(start.s, start.s_d, start.s_dd, self.lon_v, self.lon_t)
+        d, _, _, d_j = _evaluate_basis(lat, self._lat_basis)
+        s, s_d, s_dd, s_j = _evaluate_basis(lon, self._lon_basis)
+        lat_ok = (
+            (np.abs(d_j).max(axis=1) <= p.max_jerk)
+            & (d.max(axis=1) <= p.road_left + 1e-6)
+            & (d.min(axis=1) >= p.road_right - 1e-6)
+        )
+        lon_ok = (
+            (s_d.max(axis=1) <= p.max_speed + 1e-6)
+            & (s_d.min(axis=1) >= -1e-6)
+            & (np.abs(s_dd).max(axis=1) <= p.max_accel + 1e-6)
+            & (np.abs(s_j).max(axis=1) <= p.max_jerk)
+        )
+        x, y, _ = self.path.to_cartesian(s[self.mi], d[self.li])
+        return x, y, lat_ok[self.li] & lon_ok[self.mi]
+
     def plan(self, start: FrenetState, obstacles: Sequence[Obstacle]) -> Trajectory:
         """Plans from ``start`` among ``obstacles`` (given at the start time)."""
         p, t = self.p, self.t
         if any(o.yield_to for o in obstacles):
             obstacles = [corridor(o, p.horizon) if o.yield_to else o for o in obstacles]
+        obstacles = list(obstacles)  # one object per plan: the circle cache is keyed on it
+        self._circle_cache = None
         lat = _quintic(start.d, start.d_d, start.d_dd, self.lat_d, self.lat_t)
         lon = _quartic(start.s, start.s_d, start.s_dd, self.lon_v, self.lon_t)
         d, d_d, d_dd, d_j = _evaluate_basis(lat, self._lat_basis)
@@ -606,18 +631,15 @@ class FrenetPlanner:
             speed,
         )
 
-    def _collides(
-        self, traj: Trajectory, obstacles: Sequence[Obstacle], near: npt.NDArray[np.bool_] | None
-    ) -> bool:
-        """Exact check: ego circles along the trajectory against the obstacles' circles, those
-        in the mask ``near`` (None: none is near; ALL: every obstacle)."""
-        if not obstacles or near is None:
-            return False
-        if near is not ALL:
-            obstacles = [o for o, keep in zip(obstacles, near.tolist(), strict=True) if keep]
-        p = self.p
-        ox, oy, oyaw = predict(obstacles, traj.t)  # (O, K)
-        # Circles covering each obstacle: n along its length, radius covering its share.
+    def _circles(self, obstacles: Sequence[Obstacle]) -> tuple[F64, ...]:
+        """Circles covering every obstacle over the horizon, built once per plan: owner
+        (obstacle index per circle), centres x and y (C, K) and the distance below which an
+        ego circle touches them (C, K): radii, margin and uncertainty growth."""
+        key = id(obstacles)
+        if self._circle_cache is not None and self._circle_cache[0] == key:
+            return self._circle_cache[1]
+        p, t = self.p, self.t
+        ox, oy, oyaw = predict(obstacles, t)  # (O, K)
         lengths = np.array([o.length for o in obstacles])
         widths = np.array([max(o.width, 0.1) for o in obstacles])
         n = np.maximum(1, np.ceil(2 * lengths / widths).astype(int))
@@ -631,17 +653,32 @@ class FrenetPlanner:
         )
         ocx = ox[owner] + along[:, None] * np.cos(oyaw[owner])  # (C, K)
         ocy = oy[owner] + along[:, None] * np.sin(oyaw[owner])
-        cos_y, sin_y = np.cos(traj.yaw), np.sin(traj.yaw)
-        ecx = traj.x[None, :] + self.ego_circle_offsets[:, None] * cos_y[None, :]  # (E, K)
-        ecy = traj.y[None, :] + self.ego_circle_offsets[:, None] * sin_y[None, :]
         limit = (
             (self.ego_r + radius)[:, None]
             + p.safety_margin
-            + self._growth(obstacles)[owner][:, None] * traj.t[None, :]
-        )  # (C, K)
+            + self._growth(obstacles)[owner][:, None] * t[None, :]
+        )
+        circles = (owner.astype(np.float64), ocx, ocy, limit * limit)
+        self._circle_cache = (key, circles)
+        return circles
+
+    def _collides(
+        self, traj: Trajectory, obstacles: Sequence[Obstacle], near: npt.NDArray[np.bool_] | None
+    ) -> bool:
+        """Exact check: ego circles along the trajectory against the obstacles' circles, those
+        in the mask ``near`` (None: none is near; ALL: every obstacle)."""
+        if not obstacles or near is None:
+            return False
+        owner, ocx, ocy, limit2 = self._circles(obstacles)
+        if near is not ALL:
+            keep = near[owner.astype(np.intp)]
+            ocx, ocy, limit2 = ocx[keep], ocy[keep], limit2[keep]
+        cos_y, sin_y = np.cos(traj.yaw), np.sin(traj.yaw)
+        ecx = traj.x[None, :] + self.ego_circle_offsets[:, None] * cos_y[None, :]  # (E, K)
+        ecy = traj.y[None, :] + self.ego_circle_offsets[:, None] * sin_y[None, :]
         dx = ecx[:, None, :] - ocx[None]
         dy = ecy[:, None, :] - ocy[None]
-        return bool((dx * dx + dy * dy < (limit * limit)[None]).any())
+        return bool((dx * dx + dy * dy < limit2[None]).any())
 
     def _fallback(self, start: FrenetState, obstacles: Sequence[Obstacle]) -> Trajectory:
         """Comfortable stop, or an emergency stop if that one collides too."""
