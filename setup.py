@@ -27,6 +27,7 @@ NODES = {
     'camera_node': 'rt_fusion.nodes.camera_node:main',
     'microphone_node': 'rt_fusion.nodes.microphone_node:main',
     'trajectory_node': 'rt_fusion.nodes.trajectory_node:main',
+    'fusion_node': 'rt_fusion.nodes.fusion_node:main',
 }
 TOOLS = {
     'rt_fusion_demo': 'rt_fusion_tools.demo:main',

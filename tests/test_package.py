@@ -25,6 +25,9 @@ MODULE_TO_KEY = {
     'rosgraph_msgs': 'rosgraph_msgs',
     'lifecycle_msgs': 'lifecycle_msgs',
     'rcl_interfaces': 'rclpy',  # shipped with rclpy's runtime
+    'ament_index_python': 'ament_index_python',
+    'launch': 'launch',
+    'launch_ros': 'launch_ros',
     'rt_fusion_msgs': 'rt_fusion_msgs',
     'numpy': 'python3-numpy',
     'yaml': 'python3-yaml',

@@ -67,9 +67,18 @@ class RealtimeParams:
     )
 
     def check(self) -> None:
-        """Cross-field rules."""
+        """Cross-field rules (host-independent: a vehicle's file validates anywhere)."""
+        if any(c < 0 for c in self.cpus) or len(set(self.cpus)) != len(self.cpus):
+            raise ParameterError('cpus', self.cpus, 'CPU numbers are >= 0 and listed once')
+
+    def check_host(self) -> None:
+        """Rules about this machine, checked by :func:`apply` at start-up.
+
+        Raises:
+            ParameterError: ``cpus`` names CPUs this machine does not have.
+        """
         n = os.cpu_count() or 1
-        bad = [c for c in self.cpus if not 0 <= c < n]
+        bad = [c for c in self.cpus if c >= n]
         if bad:
             raise ParameterError('cpus', self.cpus, f'CPUs {bad} do not exist (0..{n - 1})')
 
@@ -119,7 +128,9 @@ def apply(params: RealtimeParams) -> RealtimeReport:
 
     Raises:
         RealtimeError: a step was refused and ``require_rt`` is set.
+        ParameterError: ``cpus`` names CPUs this machine does not have.
     """
+    params.check_host()
     report = RealtimeReport()
     libc = _libc()
 

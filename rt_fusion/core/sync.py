@@ -74,6 +74,17 @@ class SyncParams:
     radar_max_age_s: float = param(
         'a radar scan further than this from a frame is not used', unit='s', default=0.2, low=0.001
     )
+    radar_mode: str = param(
+        'nearest: the scan nearest to the frame (may wait up to half a radar period for the '
+        'next one); latest: the newest scan at or before the frame, moved forward (no wait)',
+        default='nearest',
+        choices=('nearest', 'latest'),
+    )
+    wait_for: tuple[str, ...] = param(
+        'modalities a frame waits for (imu, audio, radar names; empty: all); the others are '
+        'used when they are there',
+        default=(),
+    )
 
     def check(self) -> None:
         """Cross-field rules."""
@@ -83,6 +94,15 @@ class SyncParams:
             )
         if len(set(self.radars)) != len(self.radars):
             raise ParameterError('radars', self.radars, 'names must be unique')
+        unknown = set(self.wait_for) - {'imu', 'audio', *self.radars}
+        if unknown:
+            raise ParameterError(
+                'wait_for', self.wait_for, f'unknown modalities {sorted(unknown)}'
+            )
+
+    def waits_for(self, modality: str) -> bool:
+        """Does a frame wait for ``modality``?"""
+        return not self.wait_for or modality in self.wait_for
 
 
 @dataclasses.dataclass
@@ -357,6 +377,8 @@ class Aligner:
                 before = scan
                 break
             after = scan
+        if self.params.radar_mode == 'latest':
+            return True, before
         if after is not None:
             if before is None or after.stamp_ns - t < t - before.stamp_ns:
                 return True, after
@@ -378,10 +400,11 @@ class Aligner:
             t = pf.stamp_ns
             timed_out = now_ns - pf.arrival_ns >= self._max_wait_ns
             imu_last = self.imu.last_t()
-            imu_ready = imu_last is not None and imu_last >= t
+            waits = self.params.waits_for
+            imu_ready = not waits('imu') or (imu_last is not None and imu_last >= t)
             choices = {name: self._radar_choice(name, t) for name in self.radar}
-            radar_ready = all(decided for decided, _ in choices.values())
-            audio_ready = self.audio.total > 0 and self.audio.end_ns() >= t
+            radar_ready = all(decided or not waits(name) for name, (decided, _) in choices.items())
+            audio_ready = not waits('audio') or (self.audio.total > 0 and self.audio.end_ns() >= t)
             if not (timed_out or (imu_ready and radar_ready and audio_ready)):
                 break
             self._frames.popleft()

@@ -21,7 +21,7 @@ import dataclasses
 import sys
 import threading
 import time
-from typing import Any
+from typing import Any, ClassVar
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.qos import QoSProfile, ReliabilityPolicy
@@ -98,6 +98,8 @@ class CameraParams:
 
 class CameraNode(node_utils.DeviceNode):
     """A camera into shared memory; see the module docstring."""
+
+    PARAM_GROUPS: ClassVar[node_utils.ParamGroups] = ((CameraParams, ''),)
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__('camera', **kwargs)

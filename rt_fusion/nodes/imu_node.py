@@ -21,7 +21,7 @@ import dataclasses
 import sys
 import threading
 import time
-from typing import Any
+from typing import Any, ClassVar
 
 import serial
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
@@ -130,6 +130,8 @@ def _diag9(diag: tuple[float, ...]) -> list[float]:
 
 class ImuNode(node_utils.DeviceNode):
     """Xsens MTi on serial; see the module docstring."""
+
+    PARAM_GROUPS: ClassVar[node_utils.ParamGroups] = ((ImuParams, ''),)
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__('imu', **kwargs)

@@ -19,7 +19,7 @@ import dataclasses
 import sys
 import threading
 import time
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
@@ -72,6 +72,8 @@ class MicrophoneParams:
 
 class MicrophoneNode(node_utils.DeviceNode):
     """A microphone into shared memory; see the module docstring."""
+
+    PARAM_GROUPS: ClassVar[node_utils.ParamGroups] = ((MicrophoneParams, ''),)
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__('microphone', **kwargs)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Callable, Sequence
+import traceback
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import rclpy
@@ -101,6 +102,74 @@ def declare_params(node: Node, cls: type[T], prefix: str = '') -> T:
         raise ParameterError(prefix + err.name, err.value, err.reason) from err
 
 
+ParamGroups = tuple[tuple[type, str], ...]  # (parameter dataclass, name prefix) of a node
+
+
+def check_param_section(groups: ParamGroups, section: Mapping[str, Any]) -> list[object]:
+    """Validates one node's ``ros__parameters`` (nested YAML mapping) without starting it.
+
+    Returns the built parameter objects, one per group.
+
+    Raises:
+        ParameterError: naming the first unknown, mistyped or out-of-range parameter.
+    """
+    flat: dict[str, Any] = {}
+
+    def walk(prefix: str, value: Any) -> None:
+        if isinstance(value, Mapping):
+            for key, item in value.items():
+                walk(f'{prefix}{key}.', item)
+        else:
+            flat[prefix[:-1]] = value
+
+    walk('', section)
+    built = []
+    # Longest prefix first, so 'planner.x' is not taken by the '' group.
+    claimed: set[str] = set()
+    for cls, prefix in sorted(groups, key=lambda g: -len(g[1])):
+        values = {
+            k[len(prefix) :]: v
+            for k, v in flat.items()
+            if k.startswith(prefix) and k not in claimed
+        }
+        if prefix == '':
+            values = {k: v for k, v in values.items() if k not in _FOREIGN_PARAMS}
+        claimed |= {prefix + k for k in values}
+        try:
+            built.append(params.build(cls, values))
+        except ParameterError as err:
+            raise ParameterError(prefix + err.name, err.value, err.reason) from err
+    return built
+
+
+# Set on every node by rclpy or ros2 launch, not by us.
+_FOREIGN_PARAMS = ('use_sim_time', 'start_type_description_service', 'autostart')
+
+
+def reject_unknown_params(node: Node) -> None:
+    """Fails on a parameter given to ``node`` (YAML file, ``-p``) that it never declared.
+
+    rclpy silently ignores such overrides, so a misspelt name in a parameter file would leave the
+    default in force without a word; here it stops the start-up instead.
+
+    Raises:
+        ParameterError: naming the first unknown parameter.
+    """
+    for name, value in sorted(node._parameter_overrides.items()):
+        if (
+            node.has_parameter(name)
+            or name in _FOREIGN_PARAMS
+            or name.startswith('qos_overrides.')
+        ):
+            continue
+        raise ParameterError(
+            name,
+            value.value,
+            f'unknown parameter of node {node.get_name()!r} (misspelt? '
+            f'`ros2 param list /{node.get_name()}` shows the known ones)',
+        )
+
+
 EXECUTORS = ('events', 'single')
 
 
@@ -167,12 +236,23 @@ class DeviceNode(LifecycleNode):
             with contextlib.suppress(RtFusionError):
                 self.cleanup()
             return TransitionCallbackReturn.FAILURE
+        except Exception as err:  # noqa: BLE001  (a bug, not bad input: keep the traceback)
+            detail = ''.join(traceback.format_exception(err))
+            self.failure = TransitionError(f'{state.label}: {type(err).__name__}: {err}')
+            self.get_logger().error(f'{state.label} failed:\n{detail}')
+            with contextlib.suppress(Exception):
+                self.cleanup()
+            return TransitionCallbackReturn.FAILURE
         return TransitionCallbackReturn.SUCCESS
 
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Lifecycle: unconfigured -> inactive."""
         self.failure = None
-        return self._guard(self.configure, state)
+        return self._guard(self._configure_checked, state)
+
+    def _configure_checked(self) -> None:
+        self.configure()
+        reject_unknown_params(self)
 
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Lifecycle: inactive -> active."""
@@ -215,6 +295,10 @@ def autostart(node: DeviceNode) -> None:
             if node.failure is not None:
                 raise node.failure
             raise LifecycleError(node.get_name(), state, want)
+
+
+class TransitionError(RtFusionError):
+    """A lifecycle step raised an unexpected exception (its traceback is in the log)."""
 
 
 class LifecycleError(RtFusionError):

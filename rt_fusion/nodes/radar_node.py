@@ -23,7 +23,7 @@ import dataclasses
 import sys
 import threading
 import time
-from typing import Any
+from typing import Any, ClassVar
 
 import can
 import numpy as np
@@ -147,6 +147,8 @@ def cycle_to_cloud(cycle: RadarCycle, msg: RadarObjects) -> PointCloud2:
 
 class RadarNode(node_utils.DeviceNode):
     """ARS408 on CAN; see the module docstring."""
+
+    PARAM_GROUPS: ClassVar[node_utils.ParamGroups] = ((RadarParams, ''),)
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__('radar', **kwargs)

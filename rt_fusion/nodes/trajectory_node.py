@@ -24,7 +24,7 @@ import dataclasses
 import math
 import sys
 import time
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
@@ -80,11 +80,18 @@ def _yaw(q: Any) -> float:
 class TrajectoryNode(node_utils.DeviceNode):
     """The planning loop; see the module docstring."""
 
+    PARAM_GROUPS: ClassVar[node_utils.ParamGroups] = (
+        (TrajectoryNodeParams, ''),
+        (frenet.PlannerParams, 'planner.'),
+        (realtime.RealtimeParams, 'rt.'),
+    )
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__('planner', **kwargs)
         self.poses = PoseHistory()
         self.odom_ns = 0  # when odometry last arrived
         self.objects: list[tuple[int, frenet.Obstacle]] = []  # (stamp, obstacle in the map frame)
+        self.objects_stamp: Any = None  # builtin_interfaces/Time of the newest object list
         self.plan_start_ns = 0
         self.published = 0
         self.last_status = -1
@@ -212,6 +219,7 @@ class TrajectoryNode(node_utils.DeviceNode):
                 )
             )
         self.objects = out
+        self.objects_stamp = msg.header.stamp
         self._on_timer(event=True)
 
     def _on_radar(self, msg: RadarObjects) -> None:
@@ -230,6 +238,7 @@ class TrajectoryNode(node_utils.DeviceNode):
             )
             out.append((stamp, frenet.Obstacle(mx, my, myaw, length, width, mvx, mvy)))
         self.objects = out
+        self.objects_stamp = msg.header.stamp
         self._on_timer(event=True)
 
     def _on_path(self, msg: Path) -> None:
@@ -274,6 +283,9 @@ class TrajectoryNode(node_utils.DeviceNode):
             self.plan_start_ns = now
             self._fill(msg, traj)
         msg.solve_time_ms = (time.perf_counter_ns() - t0) / 1e6
+        if self.objects_stamp is not None:
+            msg.objects_stamp = self.objects_stamp
+        msg.published_ns = time.time_ns()
         self.traj_pub.publish(msg)
         if msg.points:
             self.path_pub.publish(self._path(msg))

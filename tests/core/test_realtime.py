@@ -12,7 +12,7 @@ import pytest
 
 from rt_fusion.core import params
 from rt_fusion.core.errors import ParameterError
-from rt_fusion.core.realtime import DeadlineMonitor, RealtimeParams, system_facts
+from rt_fusion.core.realtime import DeadlineMonitor, RealtimeParams, apply, system_facts
 
 CHILD = textwrap.dedent("""
     import json, os, sys
@@ -64,9 +64,12 @@ def test_refused_set_up_warns_and_stays_sched_other_or_fails_when_required() -> 
     assert 'SCHED_FIFO priority 50' in str(r['error'])
 
 
-def test_cpus_that_do_not_exist_are_a_parameter_error() -> None:
+def test_cpus_that_do_not_exist_are_a_parameter_error_at_start() -> None:
+    p = params.build(RealtimeParams, {'cpus': [0, 4096]})  # a file for another machine is valid
     with pytest.raises(ParameterError, match="'cpus'"):
-        params.build(RealtimeParams, {'cpus': [0, 4096]})
+        apply(p)  # ... but not here: refused before anything changed
+    with pytest.raises(ParameterError, match="'cpus'"):
+        params.build(RealtimeParams, {'cpus': [0, 0]})
 
 
 def test_deadline_monitor_counts_lateness_runtime_and_overruns() -> None:

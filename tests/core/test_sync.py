@@ -8,7 +8,8 @@ import pickle
 import numpy as np
 import pytest
 
-from rt_fusion.core import rotation
+from rt_fusion.core import params, rotation
+from rt_fusion.core.errors import ParameterError
 from rt_fusion.core.sync import Aligner, SyncParams, propagate
 
 MS = 1_000_000
@@ -194,3 +195,31 @@ def test_same_input_gives_bitwise_identical_output() -> None:
     first, second = _random_session(7), _random_session(7)
     assert len(first) > 80
     assert first == second
+
+
+def test_frames_do_not_wait_for_modalities_left_out_of_wait_for() -> None:
+    al = Aligner(SyncParams(wait_for=('imu',), max_wait_s=1.0))
+    al.push_imu(0, (0, 0, 0), (0, 0, 9.8), 0)
+    al.push_camera(10_000_000, 'f', 10_000_000)
+    assert al.poll(10_000_001) == []  # waits for the IMU
+    al.push_imu(20_000_000, (0, 0, 0), (0, 0, 9.8), 20_000_000)
+    out = al.poll(20_000_001)  # no radar, no audio: not waited for, reported missing
+    assert [f.frame for f in out] == ['f']
+    assert set(out[0].missing) == {'radar', 'audio'}
+    with pytest.raises(ParameterError, match='wait_for'):
+        params.build(SyncParams, {'wait_for': ['lidar']})
+
+
+def test_latest_radar_mode_does_not_wait_for_the_next_scan() -> None:
+    pts = np.array([[10.0, 0.0, 0.0, -5.0]])
+    for mode, emitted in (('nearest', False), ('latest', True)):
+        al = Aligner(SyncParams(radar_mode=mode, wait_for=('radar',), max_wait_s=1.0))
+        al.push_radar('radar', 0, pts, 0)
+        al.push_radar('radar', 70_000_000, pts, 70_000_000)
+        al.push_camera(120_000_000, 'f', 120_000_000)  # the next scan (140 ms) may be nearer
+        out = al.poll(120_000_001)
+        assert bool(out) is emitted, mode
+        if out:
+            r = out[0].radar['radar']
+            assert r is not None and r.scan_stamp_ns == 70_000_000
+            assert r.points[0, 0] == pytest.approx(10.0 - 5.0 * 0.05)  # moved to the frame

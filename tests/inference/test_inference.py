@@ -324,3 +324,18 @@ def test_gpu_preprocessing_from_a_pinned_shm_slot_matches_the_cpu_path() -> None
             gpu = out.cpu().numpy()
     cpu = CpuPreprocessor(pre, frame.shape)(frame)
     np.testing.assert_allclose(gpu, cpu, atol=0.03)
+
+
+@pytest.mark.parametrize('order', ['rgb', 'bgr'])
+def test_cpu_preprocessing_one_opencv_call_matches_resize_and_numpy(order: str) -> None:
+    from rt_fusion.inference.preprocess import CpuPreprocessor  # noqa: PLC0415
+
+    spec = load_spec(SPEC)
+    assert spec.preprocessing is not None
+    frame = np.random.default_rng(3).integers(0, 256, (540, 960, 3), dtype=np.uint8)
+    pre = CpuPreprocessor(spec.preprocessing, frame.shape, order)
+    if pre._blob_params is None:
+        pytest.skip('OpenCV without blobFromImageWithParams (< 4.8): only the numpy path exists')
+    fast = pre(frame).copy()
+    pre._blob_params = None
+    np.testing.assert_allclose(fast, pre(frame), atol=1e-5)

@@ -1,0 +1,287 @@
+"""Fusion of one aligned camera frame: radar objects, camera evidence from the network, ego motion.
+
+Per camera frame the :class:`~rt_fusion.core.sync.Aligner` hands over the IMU at the frame time,
+the nearest radar scan moved to the frame time and the audio window. :class:`FusionEngine`:
+
+1. **ego motion**: dead reckoning in a local map frame: heading from the IMU's yaw rate
+   (integrated between frames with the aligner's rotation), speed from the vehicle (a
+   ``set_speed`` input: wheel odometry from the vehicle CAN, or the parameter ``ego_speed_mps``);
+2. **objects**: every radar object of the scan, moved from the radar frame into the vehicle frame
+   (mounting position and yaw), its velocity made over-ground (radar velocities are relative),
+   the ARS408 class mapped to ours;
+3. **camera evidence**: the object's centre projected into the image (pinhole intrinsics, camera
+   mounting) and looked up in the network's output map (channel ``evidence_channel`` of the
+   model's first output, logistic) — a per-object score a trained detector head turns into class
+   confidence. ``models/rtf_testnet`` has random weights, so with it the score is a real
+   computation on the real frame with no meaning yet;
+4. **audio**: the RMS level of the window (dBFS), published as a scalar for the siren/horn
+   detector to come.
+
+The result is plain data (:class:`FusedFrame`); the node turns it into messages.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from rt_fusion.core.errors import ParameterError
+from rt_fusion.core.params import param
+from rt_fusion.core.sync import AlignedFrame
+
+# Our Object classes (rt_fusion_msgs/Object) and ARS408 Obj_Class (0 point, 1 car, 2 truck,
+# 3 pedestrian, 4 motorcycle, 5 bicycle, 6 wide, 7 reserved).
+CLASS_UNKNOWN, CLASS_CAR, CLASS_TRUCK, CLASS_PEDESTRIAN = 0, 1, 2, 3
+CLASS_BICYCLE, CLASS_MOTORCYCLE, CLASS_STATIC = 4, 5, 6
+ARS408_CLASSES = {
+    0: CLASS_UNKNOWN,
+    1: CLASS_CAR,
+    2: CLASS_TRUCK,
+    3: CLASS_PEDESTRIAN,
+    4: CLASS_MOTORCYCLE,
+    5: CLASS_BICYCLE,
+    6: CLASS_STATIC,
+    7: CLASS_UNKNOWN,
+}
+DEFAULT_SIZE = {
+    CLASS_UNKNOWN: (1.0, 1.0),
+    CLASS_CAR: (4.5, 1.9),
+    CLASS_TRUCK: (10.0, 2.5),
+    CLASS_PEDESTRIAN: (0.6, 0.6),
+    CLASS_BICYCLE: (1.8, 0.6),
+    CLASS_MOTORCYCLE: (2.2, 0.8),
+    CLASS_STATIC: (2.0, 2.0),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class FusionParams:
+    """Mounting, camera model and ego-motion parameters of the fusion."""
+
+    radar_x: float = param('radar position ahead of base_link', unit='m', default=3.6)
+    radar_y: float = param('radar position left of base_link', unit='m', default=0.0)
+    radar_yaw: float = param('radar yaw relative to base_link', unit='rad', default=0.0)
+    camera_x: float = param('camera position ahead of base_link', unit='m', default=1.8)
+    camera_height: float = param('camera height above the road', unit='m', default=1.4, low=0.1)
+    fx: float = param(
+        'focal length x (pixels of the model input)', unit='px', default=480.0, low=1.0
+    )
+    fy: float = param(
+        'focal length y (pixels of the model input)', unit='px', default=480.0, low=1.0
+    )
+    cx: float = param('principal point x (model input)', unit='px', default=320.0)
+    cy: float = param('principal point y (model input)', unit='px', default=192.0)
+    evidence_channel: int = param('output channel read as camera evidence', default=0, low=0)
+    ego_speed_mps: float = param(
+        'ego speed when no speed input arrives', unit='m/s', default=0.0, low=0.0
+    )
+    min_probability: float = param(
+        'radar objects below this existence probability are dropped',
+        default=0.0,
+        low=0.0,
+        high=1.0,
+    )
+    position_std_m: float = param(
+        'position std of a radar object without rms values', unit='m', default=0.5, low=0.0
+    )
+
+    def check(self) -> None:
+        """Cross-field rules."""
+        if self.radar_x < self.camera_x - 10.0:
+            raise ParameterError('radar_x', self.radar_x, 'more than 10 m behind the camera')
+
+
+@dataclasses.dataclass(slots=True)
+class RadarObjectIn:
+    """One radar object as received (radar frame, velocity relative to the sensor)."""
+
+    id: int
+    x: float
+    y: float
+    vx: float
+    vy: float
+    ars_class: int
+    length: float = math.nan
+    width: float = math.nan
+    orientation: float = math.nan
+    prob_exist: float = math.nan
+    rms_x: float = math.nan
+    rms_y: float = math.nan
+
+
+@dataclasses.dataclass(slots=True)
+class FusedObject:
+    """One fused object in the vehicle frame (base_link), velocity over ground."""
+
+    id: int
+    object_class: int
+    class_probability: float
+    x: float
+    y: float
+    yaw: float
+    length: float
+    width: float
+    vx: float
+    vy: float
+    position_std: float
+    camera_score: float  # NaN: outside the image or no network output
+    sources: int  # 1 radar, 2 camera, 4 audio (rt_fusion_msgs/Object SOURCE_*)
+
+
+@dataclasses.dataclass(slots=True)
+class EgoState:
+    """Dead-reckoned ego pose in the local map frame and its speed and yaw rate."""
+
+    stamp_ns: int = 0
+    x: float = 0.0
+    y: float = 0.0
+    yaw: float = 0.0
+    v: float = 0.0
+    yaw_rate: float = 0.0
+
+
+@dataclasses.dataclass(slots=True)
+class FusedFrame:
+    """The fusion's output for one camera frame."""
+
+    stamp_ns: int
+    objects: list[FusedObject]
+    ego: EgoState
+    audio_dbfs: float  # NaN without audio
+    missing: tuple[str, ...]
+    radar_dt_ns: int  # frame time - radar scan time (0 without radar)
+
+
+def objects_to_points(objects: list[RadarObjectIn]) -> npt.NDArray[np.float64]:
+    """Radar objects as aligner points (N, 4): x, y, z, radial velocity (for moving them)."""
+    pts = np.zeros((len(objects), 4))
+    for i, o in enumerate(objects):
+        r = math.hypot(o.x, o.y)
+        pts[i] = (o.x, o.y, 0.0, (o.x * o.vx + o.y * o.vy) / r if r > 1e-6 else 0.0)
+    return pts
+
+
+class FusionEngine:
+    """Turns aligned frames (+ the network output) into :class:`FusedFrame` s; see module doc."""
+
+    def __init__(self, params: FusionParams | None = None) -> None:
+        self.p = params or FusionParams()
+        self.ego = EgoState(v=self.p.ego_speed_mps)
+        self._speed: float | None = None
+        self._scans: dict[int, list[RadarObjectIn]] = {}  # radar scan stamp -> its objects
+        c, s = math.cos(self.p.radar_yaw), math.sin(self.p.radar_yaw)
+        self._radar_rot = (c, s)
+
+    def set_speed(self, speed_mps: float) -> None:
+        """The vehicle's measured speed (wheel odometry); replaces ``ego_speed_mps``."""
+        self._speed = float(speed_mps)
+
+    def add_scan(self, stamp_ns: int, objects: list[RadarObjectIn]) -> npt.NDArray[np.float64]:
+        """Keeps a scan's objects by stamp; returns its points for the aligner."""
+        self._scans[stamp_ns] = objects
+        if len(self._scans) > 64:
+            for old in sorted(self._scans)[:-32]:
+                del self._scans[old]
+        return objects_to_points(objects)
+
+    def _advance_ego(self, frame: AlignedFrame) -> None:
+        ego = self.ego
+        v = self._speed if self._speed is not None else self.p.ego_speed_mps
+        if frame.imu is not None:
+            w, x, y, z = frame.imu.rotation
+            dyaw = math.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
+            ego.yaw_rate = frame.imu.gyro[2]
+        else:
+            dyaw = ego.yaw_rate * ((frame.stamp_ns - ego.stamp_ns) / 1e9 if ego.stamp_ns else 0.0)
+        dt = (frame.stamp_ns - ego.stamp_ns) / 1e9 if ego.stamp_ns else 0.0
+        if 0.0 < dt < 1.0:
+            mid = ego.yaw + dyaw / 2
+            ego.x += v * dt * math.cos(mid)
+            ego.y += v * dt * math.sin(mid)
+            ego.yaw = math.remainder(ego.yaw + dyaw, math.tau)
+        ego.v, ego.stamp_ns = v, frame.stamp_ns
+
+    def camera_score(
+        self, x: float, y: float, evidence: npt.NDArray[Any] | None, input_hw: tuple[int, int]
+    ) -> float:
+        """Logistic of the evidence map at the projection of the ground point (x, y) (vehicle
+        frame) into the model input; NaN when behind the camera or outside the image."""
+        if evidence is None:
+            return math.nan
+        p = self.p
+        depth = x - p.camera_x
+        if depth <= 0.5:
+            return math.nan
+        u = p.cx - p.fx * y / depth
+        v = p.cy + p.fy * p.camera_height / depth
+        h, w = input_hw
+        if not (0 <= u < w and 0 <= v < h):
+            return math.nan
+        gh, gw = evidence.shape[-2:]
+        value = float(evidence[min(int(v * gh / h), gh - 1), min(int(u * gw / w), gw - 1)])
+        return 1.0 / (1.0 + math.exp(-value))
+
+    def fuse(
+        self,
+        frame: AlignedFrame,
+        network_output: npt.NDArray[Any] | None = None,
+        input_hw: tuple[int, int] = (384, 640),
+    ) -> FusedFrame:
+        """One frame; ``network_output`` is the model's first output (1, C, H, W) or None."""
+        self._advance_ego(frame)
+        evidence = None
+        if network_output is not None:
+            out = np.asarray(network_output)
+            evidence = out.reshape(-1, *out.shape[-2:])[self.p.evidence_channel]
+        objects: list[FusedObject] = []
+        radar_dt = 0
+        radar = next((r for r in frame.radar.values() if r is not None), None)
+        if radar is not None:
+            radar_dt = radar.dt_ns
+            scan = self._scans.get(radar.scan_stamp_ns, [])
+            c, s = self._radar_rot
+            p = self.p
+            for o, moved in zip(scan, radar.points, strict=False):
+                if not math.isnan(o.prob_exist) and o.prob_exist < p.min_probability:
+                    continue
+                rx, ry = float(moved[0]), float(moved[1])  # moved to the frame time
+                x, y = p.radar_x + c * rx - s * ry, p.radar_y + s * rx + c * ry
+                vx = c * o.vx - s * o.vy + self.ego.v  # over ground, in base_link axes
+                vy = s * o.vx + c * o.vy
+                cls = ARS408_CLASSES.get(o.ars_class, CLASS_UNKNOWN)
+                length, width = DEFAULT_SIZE[cls]
+                if math.isfinite(o.length) and o.length > 0:
+                    length = o.length
+                if math.isfinite(o.width) and o.width > 0:
+                    width = o.width
+                yaw = o.orientation + p.radar_yaw if math.isfinite(o.orientation) else 0.0
+                std = (
+                    max(o.rms_x, o.rms_y)
+                    if math.isfinite(o.rms_x) and math.isfinite(o.rms_y)
+                    else p.position_std_m
+                )
+                score = self.camera_score(x, y, evidence, input_hw)
+                sources = 1 | (2 if math.isfinite(score) else 0)
+                prob = o.prob_exist if math.isfinite(o.prob_exist) else 1.0
+                objects.append(
+                    FusedObject(
+                        o.id, cls, prob, x, y, yaw, length, width, vx, vy, std, score, sources
+                    )
+                )
+        audio_dbfs = math.nan
+        if frame.audio is not None and frame.audio.size:
+            a = np.asarray(frame.audio, dtype=np.float32)
+            rms = float(np.sqrt(np.mean(a * a)))
+            audio_dbfs = 20 * math.log10(rms) if rms > 1e-9 else -180.0
+        return FusedFrame(
+            frame.stamp_ns,
+            objects,
+            dataclasses.replace(self.ego),
+            audio_dbfs,
+            frame.missing,
+            radar_dt,
+        )

@@ -1,0 +1,382 @@
+"""fusion_node: camera frames through shared memory, IMU and radar aligned to them, the network,
+fused objects and ego odometry out.
+
+Inputs: ``~/in/camera`` (a ShmPublisher stream: ``~/in/camera/shm`` descriptors, frames read in
+place from the ring; ``camera_fast_path`` takes them from the ring's futex instead of the rclpy
+callback), ``~/in/imu`` (sensor_msgs/Imu), ``~/in/radar`` (rt_fusion_msgs/RadarObjects) and
+``~/in/speed`` (std_msgs/Float64, the vehicle speed from its CAN bus; else
+``fusion.ego_speed_mps``).
+
+Per camera frame (:class:`rt_fusion.core.sync.Aligner`: it waits at most ``sync.max_wait_s`` for
+the modalities in ``sync.wait_for``, then goes on without them and says which were missing) the
+network runs on the frame (``backend``: onnxruntime, torch or tensorrt; ``none`` skips it) and
+:class:`rt_fusion.core.fusion.FusionEngine` builds the objects. Outputs: ``~/out/objects``
+(rt_fusion_msgs/ObjectArray in ``base_link``, stamped with the frame's time;
+``inputs_complete_ns`` is when the aligner released the frame and ``published_ns`` when the
+list went out: the difference is this node's latency) and ``~/out/odometry`` (nav_msgs/Odometry,
+dead-reckoned ``odom`` → ``base_link``). A torn frame (the ring overwrote it while the network
+read it) is counted and skipped; missing modalities degrade the output, never stall it.
+``/diagnostics``: frames, missing modalities, torn frames, latency P50/P99.
+
+All the work happens in one worker thread (the executor only queues inputs), which runs with the
+``rt.*`` real-time set-up.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from nav_msgs.msg import Odometry
+from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+from rt_fusion_msgs.msg import Object, ObjectArray, RadarObjects
+from sensor_msgs.msg import Imu
+from std_msgs.msg import Float64
+
+import rt_fusion
+from rt_fusion.core import realtime
+from rt_fusion.core.errors import ParameterError
+from rt_fusion.core.fusion import FusedFrame, FusionEngine, FusionParams, RadarObjectIn
+from rt_fusion.core.latency import LatencyRecorder
+from rt_fusion.core.params import param
+from rt_fusion.core.sync import AlignedFrame, Aligner, SyncParams
+from rt_fusion.inference import backend as backends
+from rt_fusion.inference.preprocess import CpuPreprocessor
+from rt_fusion.inference.spec import ModelError, load_spec
+from rt_fusion.nodes import node_utils
+from rt_fusion.nodes.conversions import ns_to_time, time_to_ns
+from rt_fusion.nodes.shm_transport import ShmSubscription
+
+
+@dataclasses.dataclass(frozen=True)
+class FusionNodeParams:
+    """Parameters of fusion_node (sync.*, fusion.*, rt.* come separately)."""
+
+    model: str = param(
+        "model spec YAML (relative: to the package's share or the repository)",
+        default='models/rtf_testnet.yaml',
+    )
+    backend: str = param(
+        'inference backend',
+        default='onnxruntime',
+        choices=('onnxruntime', 'torch', 'tensorrt', 'none'),
+    )
+    device: str = param('cpu, cuda or cuda:N', default='cpu')
+    threads: int = param('CPU threads of the backend (0: its default)', default=0, low=0)
+    camera_transport: str = param(
+        'shm: descriptors + the ring (zero copy); ros: full sensor_msgs/Image (the conventional '
+        'path, for comparison)',
+        default='shm',
+        choices=('shm', 'ros'),
+    )
+    camera_fast_path: bool = param(
+        'take frames from the ring futex, not the rclpy callback', default=True
+    )
+    base_frame: str = param('frame of the objects', default='base_link')
+    odom_frame: str = param('frame of the dead-reckoned odometry', default='odom')
+    poll_period_s: float = param(
+        'how often waiting frames are re-checked', unit='s', default=0.005, low=0.0005, high=0.1
+    )
+    diagnostics_period_s: float = param('diagnostics period', unit='s', default=1.0, low=0.1)
+
+
+def resolve_share(path: str) -> Path:
+    """A path relative to the installed share folder or the repository (editable installs)."""
+    p = Path(path)
+    if p.is_absolute():
+        return p
+    candidates = [
+        Path(rt_fusion.__file__).resolve().parents[1] / p,
+        Path(sys.prefix) / 'share' / 'rt_fusion' / p,
+    ]
+    try:
+        from ament_index_python.packages import get_package_share_directory  # noqa: PLC0415
+
+        candidates.insert(0, Path(get_package_share_directory('rt_fusion')) / p)
+    except (ImportError, LookupError, ValueError, OSError):  # no ament index (a venv)
+        pass
+    return next((c for c in candidates if c.exists()), candidates[-1])
+
+
+class FusionNode(node_utils.DeviceNode):
+    """See the module docstring."""
+
+    PARAM_GROUPS: ClassVar[node_utils.ParamGroups] = (
+        (FusionNodeParams, ''),
+        (SyncParams, 'sync.'),
+        (FusionParams, 'fusion.'),
+        (realtime.RealtimeParams, 'rt.'),
+    )
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__('fusion', **kwargs)
+        self._cond = threading.Condition()
+        self._stop = threading.Event()
+        self._worker: threading.Thread | None = None
+        self.latency = LatencyRecorder(1_000_000)
+        self.infer_ns = LatencyRecorder(1_000_000)
+        self.frames = self.torn = self.inference_errors = 0
+        self.missing: dict[str, int] = {}
+        self.camera: ShmSubscription | None = None
+        self.rt_report: realtime.RealtimeReport | None = None
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def configure(self) -> None:
+        """Parameters, model, subscriptions, publishers; the real-time set-up last."""
+        p = self.params = node_utils.declare_params(self, FusionNodeParams)
+        self.sync_params = node_utils.declare_params(self, SyncParams, 'sync.')
+        fusion_params = node_utils.declare_params(self, FusionParams, 'fusion.')
+        rt = node_utils.declare_params(self, realtime.RealtimeParams, 'rt.')
+        if len(self.sync_params.radars) != 1:
+            raise ParameterError(
+                'sync.radars',
+                self.sync_params.radars,
+                'fusion_node takes one radar stream (~/in/radar)',
+            )
+        self.radar_name = self.sync_params.radars[0]
+        self.aligner = Aligner(self.sync_params)
+        self.engine = FusionEngine(fusion_params)
+        self.model: Any = None
+        self.pre: CpuPreprocessor | None = None
+        if p.backend != 'none':
+            spec_path = resolve_share(p.model)
+            try:
+                spec = load_spec(spec_path)
+                options: dict[str, Any] = {'device': p.device}
+                if p.threads:
+                    options['threads'] = p.threads
+                self.model = backends.create(p.backend, spec, **options)
+                self.model.prepare()
+            except ModelError as err:
+                raise ParameterError('model', str(spec_path), str(err)) from err
+            self.spec = spec
+            self.input_name = spec.inputs[0].name
+            self.output_name = spec.outputs[0].name
+            assert spec.preprocessing is not None
+            self.input_hw = tuple(spec.preprocessing.resize)
+        else:
+            self.input_hw = (384, 640)
+        reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+        self.obj_pub = self.create_lifecycle_publisher(ObjectArray, '~/out/objects', reliable)
+        self.odom_pub = self.create_lifecycle_publisher(
+            Odometry, '~/out/odometry', qos_profile_sensor_data
+        )
+        self.diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
+        self.create_subscription(
+            Imu,
+            '~/in/imu',
+            self._on_imu,
+            QoSProfile(depth=200, reliability=ReliabilityPolicy.RELIABLE),
+        )
+        self.create_subscription(
+            RadarObjects, '~/in/radar', self._on_radar, qos_profile_sensor_data
+        )
+        self.create_subscription(Float64, '~/in/speed', self._on_speed, qos_profile_sensor_data)
+        self.camera = ShmSubscription(
+            self,
+            '~/in/camera',
+            self._on_frame,
+            transport=p.camera_transport,
+            fast_path=p.camera_fast_path,
+        )
+        self.diag_timer = self.create_timer(p.diagnostics_period_s, self._publish_diagnostics)
+        self.rt_report = realtime.apply(rt)
+        for warning in self.rt_report.warnings:
+            self.get_logger().warning(f'real time: {warning}')
+
+    def activate(self) -> None:
+        """Starts the worker (and the camera fast path)."""
+        self._stop.clear()
+        self._worker = threading.Thread(target=self._work, name='fusion', daemon=True)
+        self._worker.start()
+
+    def deactivate(self) -> None:
+        """Stops the worker."""
+        self._stop.set()
+        with self._cond:
+            self._cond.notify_all()
+        if self._worker is not None:
+            self._worker.join(2.0)
+            self._worker = None
+
+    def destroy_node(self) -> None:
+        """Stops the worker and the camera's fast-path thread, then destroys the node."""
+        self.deactivate()
+        if self.camera is not None:
+            self.camera.destroy()
+            self.camera = None
+        super().destroy_node()
+
+    # -- inputs (executor / fast-path threads): queue and wake the worker -----------------------
+
+    def _on_frame(self, frame: Any, path: str) -> None:
+        del path
+        with self._cond:
+            self.aligner.push_camera(frame.desc.stamp_ns, frame, time.time_ns())
+            self._cond.notify()
+
+    def _on_imu(self, msg: Imu) -> None:
+        g, a = msg.angular_velocity, msg.linear_acceleration
+        with self._cond:
+            self.aligner.push_imu(
+                time_to_ns(msg.header.stamp), (g.x, g.y, g.z), (a.x, a.y, a.z), time.time_ns()
+            )
+            self._cond.notify()
+
+    def _on_radar(self, msg: RadarObjects) -> None:
+        objs = [
+            RadarObjectIn(
+                o.id,
+                o.position.x,
+                o.position.y,
+                o.velocity.x,
+                o.velocity.y,
+                o.object_class,
+                o.length,
+                o.width,
+                o.orientation,
+                o.existence_probability,
+                o.position_rms_x,
+                o.position_rms_y,
+            )
+            for o in msg.objects
+        ]
+        stamp = time_to_ns(msg.header.stamp)
+        with self._cond:
+            points = self.engine.add_scan(stamp, objs)
+            self.aligner.push_radar(self.radar_name, stamp, points, time.time_ns())
+            self._cond.notify()
+
+    def _on_speed(self, msg: Float64) -> None:
+        with self._cond:
+            self.engine.set_speed(msg.data)
+
+    # -- the worker ------------------------------------------------------------------------------
+
+    def _work(self) -> None:
+        period = self.params.poll_period_s
+        while not self._stop.is_set():
+            with self._cond:
+                ready = self.aligner.poll(time.time_ns())
+                if not ready:
+                    self._cond.wait(period)
+                    ready = self.aligner.poll(time.time_ns())
+            for aligned in ready:
+                self._process(aligned, time.time_ns())
+
+    def _infer(self, frame: Any) -> Any:
+        if self.model is None:
+            return None
+        image = frame.array
+        if self.pre is None or self.pre.src_shape != image.shape:
+            assert self.spec.preprocessing is not None
+            self.pre = CpuPreprocessor(self.spec.preprocessing, image.shape, 'rgb')
+            target = self.model.input(self.input_name)
+            self._target = target if isinstance(target, np.ndarray) else target.numpy()
+        self.pre(image, self._target)
+        if not frame.valid():  # overwritten while being read: the input is garbage
+            return False
+        out = self.model.run()[self.output_name]
+        return out if isinstance(out, np.ndarray) else out.cpu().numpy()
+
+    def _process(self, aligned: AlignedFrame, released_ns: int) -> None:
+        t0 = time.perf_counter_ns()
+        try:
+            out = self._infer(aligned.frame)
+        except (ModelError, RuntimeError) as err:
+            self.inference_errors += 1
+            self.get_logger().error(f'inference failed: {err}', throttle_duration_sec=5.0)
+            out = None
+        finally:
+            release = getattr(aligned.frame, 'release', None)
+            if release is not None:
+                release()
+        if out is False:
+            self.torn += 1
+            return
+        self.infer_ns.record(time.perf_counter_ns() - t0)
+        fused = self.engine.fuse(aligned, out, self.input_hw)  # type: ignore[arg-type]
+        for m in fused.missing:
+            self.missing[m] = self.missing.get(m, 0) + 1
+        self._publish(fused, released_ns)
+
+    def _publish(self, fused: FusedFrame, released_ns: int) -> None:
+        p = self.params
+        arr = ObjectArray()
+        arr.header.stamp = ns_to_time(fused.stamp_ns)
+        arr.header.frame_id = p.base_frame
+        for o in fused.objects:
+            m = Object(
+                id=o.id,
+                object_class=o.object_class,
+                class_probability=float(o.class_probability),
+                yaw=float(o.yaw),
+                yaw_rate=0.0,
+                position_std=float(o.position_std),
+                velocity_std=0.0,
+                sources=o.sources,
+            )
+            m.position.x, m.position.y = o.x, o.y
+            m.size.x, m.size.y, m.size.z = o.length, o.width, 1.5
+            m.velocity.x, m.velocity.y = o.vx, o.vy
+            arr.objects.append(m)
+        arr.inputs_complete_ns = released_ns
+        odom = Odometry()
+        odom.header.stamp = arr.header.stamp
+        odom.header.frame_id, odom.child_frame_id = p.odom_frame, p.base_frame
+        e = fused.ego
+        odom.pose.pose.position.x, odom.pose.pose.position.y = e.x, e.y
+        odom.pose.pose.orientation.z = math.sin(e.yaw / 2)
+        odom.pose.pose.orientation.w = math.cos(e.yaw / 2)
+        odom.twist.twist.linear.x, odom.twist.twist.angular.z = e.v, e.yaw_rate
+        self.odom_pub.publish(odom)  # first: the planner transforms the objects with it
+        arr.published_ns = time.time_ns()
+        self.obj_pub.publish(arr)
+        self.latency.record(arr.published_ns - released_ns)
+        self.frames += 1
+
+    def _publish_diagnostics(self) -> None:
+        lat, inf = self.latency.summary(), self.infer_ns.summary()
+        cam = self.camera.stats if self.camera is not None else None
+        values = {
+            'frames': self.frames,
+            'torn': self.torn,
+            'inference_errors': self.inference_errors,
+            'missing': ', '.join(f'{k} {v}' for k, v in sorted(self.missing.items())),
+            'latency_p50_us': round(lat.p50_us, 1) if lat.count else '',
+            'latency_p99_us': round(lat.p99_us, 1) if lat.count else '',
+            'inference_p99_us': round(inf.p99_us, 1) if inf.count else '',
+            'camera_overruns': cam.overruns if cam else '',
+            'policy': self.rt_report.policy if self.rt_report else '',
+        }
+        for name, st in self.aligner.stats.items():
+            values[f'{name}_late_dropped'] = f'{st.late}/{st.dropped}'
+        level = (
+            DiagnosticStatus.WARN if self.torn or self.inference_errors else DiagnosticStatus.OK
+        )
+        status = DiagnosticStatus(
+            level=level,
+            name=f'{self.get_fully_qualified_name()}: fusion',
+            message=f'{self.frames} frames fused',
+            values=[KeyValue(key=k, value=str(v)) for k, v in values.items()],
+        )
+        out = DiagnosticArray(status=[status])
+        out.header.stamp = self.get_clock().now().to_msg()
+        self.diag_pub.publish(out)
+
+
+def main(args: list[str] | None = None) -> int:
+    """Entry point of ``fusion_node``."""
+    return node_utils.run(FusionNode, args)
+
+
+if __name__ == '__main__':
+    sys.exit(main())

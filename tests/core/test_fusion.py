@@ -1,0 +1,148 @@
+"""FusionEngine on frames from the real Aligner: ego dead reckoning, radar objects into the vehicle
+frame at the frame time, camera evidence lookup, audio level."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from rt_fusion.core.errors import ParameterError
+from rt_fusion.core.fusion import (
+    CLASS_CAR,
+    CLASS_PEDESTRIAN,
+    FusionEngine,
+    FusionParams,
+    RadarObjectIn,
+)
+from rt_fusion.core.sync import Aligner, SyncParams
+
+MS = 1_000_000
+T0 = 1_000_000_000_000
+
+
+def _aligner(**kw: object) -> Aligner:
+    return Aligner(SyncParams(max_wait_s=0.05, radar_mode='latest', **kw))  # type: ignore[arg-type]
+
+
+def _drive(engine: FusionEngine, seconds: float, yaw_rate: float) -> list:  # type: ignore[type-arg]
+    """A 200 Hz IMU turning at ``yaw_rate`` and 30 Hz camera frames; returns the fused frames."""
+    al = _aligner(wait_for=('imu',))
+    out = []
+    imu_t = T0
+    for k in range(int(seconds * 30)):
+        t = T0 + k * 33_333_333
+        while imu_t <= t + 10 * MS:
+            al.push_imu(imu_t, (0.0, 0.0, yaw_rate), (0.0, 0.0, 9.81), imu_t)
+            imu_t += 5 * MS
+        al.push_camera(t, k, t)
+        for frame in al.poll(t):
+            out.append(engine.fuse(frame))
+    return out
+
+
+def test_dead_reckoning_follows_a_circle() -> None:
+    v, w = 10.0, 0.2
+    engine = FusionEngine(FusionParams(ego_speed_mps=v))
+    frames = _drive(engine, 3.0, w)
+    ego = frames[-1].ego
+    t = (ego.stamp_ns - frames[0].ego.stamp_ns) / 1e9
+    # Ground truth of a constant-rate turn from the first frame's pose (origin, heading 0).
+    assert ego.yaw == pytest.approx(w * t, abs=1e-6)
+    assert ego.x == pytest.approx(v / w * math.sin(w * t), abs=2e-3)
+    assert ego.y == pytest.approx(v / w * (1 - math.cos(w * t)), abs=2e-3)
+    assert ego.yaw_rate == pytest.approx(w)
+    assert frames[-1].missing == ('radar', 'audio')
+
+
+def test_measured_speed_replaces_the_parameter() -> None:
+    engine = FusionEngine(FusionParams(ego_speed_mps=5.0))
+    engine.set_speed(20.0)
+    frames = _drive(engine, 1.0, 0.0)
+    t = (frames[-1].ego.stamp_ns - frames[0].ego.stamp_ns) / 1e9
+    assert frames[-1].ego.v == 20.0
+    assert frames[-1].ego.x == pytest.approx(20.0 * t, rel=1e-9)
+
+
+def _one_frame(
+    engine: FusionEngine,
+    objects: list[RadarObjectIn],
+    frame_dt_ms: int = 50,
+    audio: np.ndarray | None = None,
+    network_output: np.ndarray | None = None,
+):  # type: ignore[no-untyped-def]
+    al = _aligner(audio_window_s=0.1)
+    al.push_radar('radar', T0, engine.add_scan(T0, objects), T0)
+    t = T0 + frame_dt_ms * MS
+    if audio is not None:
+        al.push_audio(t - len(audio) * 1_000_000_000 // 48_000, audio, t)
+    al.push_camera(t, None, t)
+    (frame,) = al.poll(t + 100 * MS)
+    return engine.fuse(frame, network_output)
+
+
+def test_radar_objects_move_to_the_frame_time_and_into_the_vehicle_frame() -> None:
+    p = FusionParams(radar_x=3.6, radar_y=0.5, radar_yaw=math.radians(10), ego_speed_mps=10.0)
+    engine = FusionEngine(p)
+    # A car 30 m straight ahead of the radar closing at 10 m/s (relative): standing still.
+    car = RadarObjectIn(7, 30.0, 0.0, -10.0, 0.0, ars_class=1, prob_exist=0.99)
+    fused = _one_frame(engine, [car], frame_dt_ms=50)
+    (obj,) = fused.objects
+    assert fused.radar_dt_ns == 50 * MS
+    r = 30.0 - 10.0 * 0.05  # moved along its line of sight to the frame time
+    c, s = math.cos(p.radar_yaw), math.sin(p.radar_yaw)
+    assert obj.x == pytest.approx(3.6 + c * r, abs=1e-9)
+    assert obj.y == pytest.approx(0.5 + s * r, abs=1e-9)
+    # Over ground: relative velocity rotated into base_link plus the ego speed.
+    assert obj.vx == pytest.approx(c * -10.0 + 10.0, abs=1e-9)
+    assert obj.vy == pytest.approx(s * -10.0, abs=1e-9)
+    assert (obj.id, obj.object_class, obj.class_probability) == (7, CLASS_CAR, 0.99)
+    assert (obj.length, obj.width) == (4.5, 1.9)  # class default without a measured size
+    assert obj.position_std == p.position_std_m
+    assert math.isnan(obj.camera_score) and obj.sources == 1
+
+
+def test_measured_size_rms_and_existence_threshold() -> None:
+    engine = FusionEngine(FusionParams(min_probability=0.5))
+    ped = RadarObjectIn(
+        1, 12.0, -2.0, 0.0, 1.0, 3, length=0.8, width=0.7, prob_exist=0.9, rms_x=0.3, rms_y=0.4
+    )
+    ghost = RadarObjectIn(2, 40.0, 3.0, 0.0, 0.0, 1, prob_exist=0.25)
+    (obj,) = _one_frame(engine, [ped, ghost]).objects
+    assert (obj.id, obj.object_class, obj.length, obj.width) == (1, CLASS_PEDESTRIAN, 0.8, 0.7)
+    assert obj.position_std == 0.4
+
+
+def test_camera_evidence_is_read_where_the_object_projects() -> None:
+    p = FusionParams()
+    engine = FusionEngine(p)
+    h, w = 384, 640
+    out = np.full((1, 4, h // 8, w // 8), -20.0, np.float32)
+    # Project a point 20 m ahead (vehicle frame), 1 m left: where its cell is, put evidence 5.
+    x, y = 20.0, 1.0
+    depth = x - p.camera_x
+    u, v = p.cx - p.fx * y / depth, p.cy + p.fy * p.camera_height / depth
+    out[0, p.evidence_channel, int(v / 8), int(u / 8)] = 5.0
+    target = RadarObjectIn(3, x - p.radar_x, y, 0.0, 0.0, 1)
+    elsewhere = RadarObjectIn(4, 30.0, -4.0, 0.0, 0.0, 1)
+    behind = RadarObjectIn(5, -10.0, 0.0, 0.0, 0.0, 1)
+    fused = _one_frame(engine, [target, elsewhere, behind], frame_dt_ms=0, network_output=out)
+    by_id = {o.id: o for o in fused.objects}
+    assert by_id[3].camera_score == pytest.approx(1 / (1 + math.exp(-5.0)))
+    assert by_id[4].camera_score == pytest.approx(1 / (1 + math.exp(20.0)))
+    assert by_id[3].sources == by_id[4].sources == 3  # radar | camera
+    assert math.isnan(by_id[5].camera_score) and by_id[5].sources == 1
+
+
+def test_audio_level_in_dbfs() -> None:
+    n = 4800
+    tone = (0.5 * np.sin(2 * np.pi * 1000 * np.arange(n) / 48_000)).astype(np.float32)[:, None]
+    fused = _one_frame(FusionEngine(), [], frame_dt_ms=0, audio=tone)
+    assert fused.audio_dbfs == pytest.approx(20 * math.log10(0.5 / math.sqrt(2)), abs=0.05)
+    assert 'audio' not in fused.missing
+
+
+def test_a_bad_mounting_fails_with_the_parameter_name() -> None:
+    with pytest.raises(ParameterError, match='radar_x'):
+        FusionParams(radar_x=-20.0, camera_x=1.8).check()

@@ -1,0 +1,73 @@
+"""The shipped parameter files are valid for the nodes they configure, and a bad one is refused
+with the parameter's name — checked against the nodes' own parameter dataclasses."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from rt_fusion.core.errors import ParameterError
+from rt_fusion.nodes.camera_node import CameraNode
+from rt_fusion.nodes.fusion_node import FusionNode
+from rt_fusion.nodes.imu_node import ImuNode
+from rt_fusion.nodes.microphone_node import MicrophoneNode
+from rt_fusion.nodes.node_utils import check_param_section
+from rt_fusion.nodes.radar_node import RadarNode
+from rt_fusion.nodes.trajectory_node import TrajectoryNode
+from tests.conftest import ROOT
+
+# Node name in the YAML files -> the node class that runs under it.
+NODES = {
+    'camera': CameraNode,
+    'radar': RadarNode,
+    'imu': ImuNode,
+    'microphone': MicrophoneNode,
+    'fusion': FusionNode,
+    'fusion_rclpy': FusionNode,
+    'planner': TrajectoryNode,
+}
+CONFIGS = sorted((ROOT / 'config').glob('*.yaml'))
+# What tools/demo.py fills in at run time (the recordings' paths).
+FILLED_IN = {
+    'replay.yaml': {'camera': {'file': 'solidWhiteRight.mp4'}, 'imu': {'port': '/dev/pts/9'}}
+}
+
+
+def test_there_are_config_files() -> None:
+    assert {p.name for p in CONFIGS} >= {'vehicle.yaml', 'replay.yaml'}
+
+
+@pytest.mark.parametrize('path', CONFIGS, ids=lambda p: p.name)
+def test_every_section_is_valid_for_its_node(path: Path) -> None:
+    doc = yaml.safe_load(path.read_text())
+    assert set(doc) <= set(NODES), f'sections for unknown nodes: {set(doc) - set(NODES)}'
+    for name, section in doc.items():
+        values = {**section['ros__parameters'], **FILLED_IN.get(path.name, {}).get(name, {})}
+        check_param_section(NODES[name].PARAM_GROUPS, values)
+
+
+@pytest.mark.parametrize(
+    ('node', 'section', 'bad'),
+    [
+        ('fusion', {'sync': {'max_wiat_s': 0.1}}, 'sync.max_wiat_s'),
+        ('fusion', {'sync': {'radar_mode': 'sideways'}}, 'sync.radar_mode'),
+        ('fusion', {'backend': 'tensorflow'}, 'backend'),
+        ('planner', {'rt': {'rt_priority': 120}}, 'rt.rt_priority'),
+        ('planner', {'planner': {'max_speed': 'fast'}}, 'planner.max_speed'),
+        ('camera', {'ring_slots': 1}, 'ring_slots'),
+        ('imu', {'baudrate': 'quick'}, 'baudrate'),
+    ],
+)
+def test_a_bad_parameter_is_refused_with_its_name(node: str, section: dict, bad: str) -> None:  # type: ignore[type-arg]
+    base = yaml.safe_load((ROOT / 'config' / 'replay.yaml').read_text())
+    merged = base.get(node, {'ros__parameters': {}})['ros__parameters']
+    for key, value in section.items():
+        if isinstance(value, dict):
+            merged = {**merged, key: {**merged.get(key, {}), **value}}
+        else:
+            merged = {**merged, key: value}
+    with pytest.raises(ParameterError) as err:
+        check_param_section(NODES[node].PARAM_GROUPS, merged)
+    assert err.value.name == bad

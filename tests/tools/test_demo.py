@@ -1,0 +1,49 @@
+"""tools/demo.py end to end on a short replay: the full node graph (IMU emulator on a pty, ARS408
+candump replay, camera file, fusion, planner) as real processes, one run without the comparison."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from tests.conftest import ROOT, ros_env, shared_file
+
+
+def test_short_demo_runs_the_whole_graph_and_writes_its_results(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    data = shared_file('camera/solidWhiteRight.mp4').parents[1]  # skips without the recordings
+    frames = 60
+    out = tmp_path / 'demo'
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / 'tools' / 'demo.py'),
+            '--data',
+            str(data),
+            '--frames',
+            str(frames),
+            '--warmup-frames',
+            '10',
+            '--no-compare',
+            '--out',
+            str(out),
+        ],
+        env=ros_env(),
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    result = next(line for line in proc.stdout.splitlines() if line.startswith('RESULT '))
+    fields = dict(kv.split('=') for kv in result.split()[1:])
+    assert int(fields['frames']) >= 0.9 * frames
+    assert float(fields['e2e_p99_ms']) > 0 and float(fields['fusion_p99_ms']) > 0
+    res = json.loads((out / 'results.json').read_text())
+    assert res['failed'] == []
+    assert res['plans'] > 0
+    # The radar recording has objects: they reach the fusion output and the planner.
+    assert res['fused']['rt_fusion'] >= 0.9 * frames
+    for png in ('latency.png', 'scene.png'):
+        assert (out / png).read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
+    assert (out / 'logs').is_dir()
