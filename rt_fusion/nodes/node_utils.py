@@ -123,7 +123,7 @@ def check_param_section(groups: ParamGroups, section: Mapping[str, Any]) -> list
             flat[prefix[:-1]] = value
 
     walk('', section)
-    built = []
+    built: list[object] = []
     # Longest prefix first, so 'planner.x' is not taken by the '' group.
     claimed: set[str] = set()
     for cls, prefix in sorted(groups, key=lambda g: -len(g[1])):
