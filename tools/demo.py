@@ -29,6 +29,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -154,6 +155,22 @@ class Probe:
         while time.monotonic() < end:
             self.rclpy.spin_once(self.node, timeout_sec=0.05)
 
+    def wait_for_publishers(
+        self, topics: tuple[str, ...], timeout_s: float, failed: Callable[[], list[str]]
+    ) -> None:
+        """Spins until every topic has a publisher; exits with a message on timeout/failure."""
+        end = time.monotonic() + timeout_s
+        while True:
+            waiting = [t for t in topics if not self.node.get_publishers_info_by_topic(t)]
+            if not waiting:
+                return
+            if failed() or time.monotonic() > end:
+                raise SystemExit(
+                    f'demo: no publisher on {waiting} after {timeout_s:.0f} s '
+                    f'(failed processes: {failed()}; see the logs)'
+                )
+            self.spin(0.2)
+
     def close(self) -> None:
         self.node.destroy_node()
         self.rclpy.try_shutdown()
@@ -221,7 +238,8 @@ def run_graph(
             if conventional
             else ()
         )
-        graph.node('fusion', 'fusion_node', *fusion_in, *transport)
+        engine = ('-p', f'backend:={args.backend}', '-p', f'device:={args.device}')
+        graph.node('fusion', 'fusion_node', *fusion_in, *transport, *engine)
         rt = ['-p', 'rt.rt_priority:=50'] if os.geteuid() == 0 else []
         graph.node(
             'planner',
@@ -231,6 +249,18 @@ def run_graph(
             '-r',
             '~/in/odometry:=/fusion/out/odometry',
             *rt,
+        )
+        # The sensors start replaying only when every node is up (a cold CUDA start takes
+        # seconds): else the first frames would pass before anyone listens.
+        probe.wait_for_publishers(
+            (
+                '/imu/out/imu',
+                '/radar/out/objects',
+                '/fusion/out/objects',
+                '/planner/out/trajectory',
+            ),
+            timeout_s=120.0,
+            failed=graph.failed,
         )
         graph.start(
             'can_replay',
@@ -285,7 +315,7 @@ def stage_table(samples: dict[str, dict[str, list[int]]], args: argparse.Namespa
 
     table = Table(
         title=f'rt_fusion demo: {args.frames} frames, camera + ARS408 radar + Xsens '
-        'IMU → fusion (ONNX Runtime CPU) → planner; latency [ms]',
+        f'IMU → fusion ({args.backend} on {args.device}) → planner; latency [ms]',
         title_justify='left',
     )
     table.add_column('stage')
@@ -373,6 +403,13 @@ def main(argv: list[str] | None = None) -> int:
         help='skip the second run with the conventional transport (the fusion '
         'node taking sensor_msgs/Image over rclpy)',
     )
+    parser.add_argument(
+        '--backend',
+        default='onnxruntime',
+        choices=('onnxruntime', 'torch', 'tensorrt', 'none'),
+        help='inference backend of the fusion node',
+    )
+    parser.add_argument('--device', default='cpu', help='cpu, cuda or cuda:N (torch, tensorrt)')
     parser.add_argument('--settle', type=float, default=3.0, help='seconds after the last frame')
     parser.add_argument(
         '--warmup-frames',

@@ -246,7 +246,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     device = Device(args, load_samples(args.bag, args.topic, args.count))
     device.open()
-    device.run()
+    try:
+        device.run()
+    except KeyboardInterrupt:  # stopped from outside (the demo's shutdown): a normal end
+        print('STOPPED ' + json.dumps({'sent': device.sent}), flush=True)
     return 0
 
 

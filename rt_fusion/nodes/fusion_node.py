@@ -29,6 +29,7 @@ import math
 import sys
 import threading
 import time
+import traceback
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -48,7 +49,7 @@ from rt_fusion.core.latency import LatencyRecorder
 from rt_fusion.core.params import param
 from rt_fusion.core.sync import AlignedFrame, Aligner, SyncParams
 from rt_fusion.inference import backend as backends
-from rt_fusion.inference.preprocess import CpuPreprocessor
+from rt_fusion.inference.preprocess import CpuPreprocessor, TorchPreprocessor
 from rt_fusion.inference.spec import ModelError, load_spec
 from rt_fusion.nodes import node_utils
 from rt_fusion.nodes.conversions import ns_to_time, time_to_ns
@@ -124,6 +125,7 @@ class FusionNode(node_utils.DeviceNode):
         self.infer_ns = LatencyRecorder(1_000_000)
         self.frames = self.torn = self.inference_errors = 0
         self.missing: dict[str, int] = {}
+        self.worker_errors = 0
         self.camera: ShmSubscription | None = None
         self.rt_report: realtime.RealtimeReport | None = None
 
@@ -145,7 +147,8 @@ class FusionNode(node_utils.DeviceNode):
         self.aligner = Aligner(self.sync_params)
         self.engine = FusionEngine(fusion_params)
         self.model: Any = None
-        self.pre: CpuPreprocessor | None = None
+        self.pre: CpuPreprocessor | TorchPreprocessor | None = None
+        self._target: Any = None
         if p.backend != 'none':
             spec_path = resolve_share(p.model)
             try:
@@ -270,22 +273,45 @@ class FusionNode(node_utils.DeviceNode):
                     self._cond.wait(period)
                     ready = self.aligner.poll(time.time_ns())
             for aligned in ready:
-                self._process(aligned, time.time_ns())
+                try:
+                    self._process(aligned, time.time_ns())
+                except Exception:  # noqa: BLE001  (a bug: report it, keep the other frames going)
+                    self.worker_errors += 1
+                    self.get_logger().error(
+                        f'frame {aligned.stamp_ns} failed:\n{traceback.format_exc()}',
+                        throttle_duration_sec=5.0,
+                    )
 
     def _infer(self, frame: Any) -> Any:
         if self.model is None:
             return None
         image = frame.array
-        if self.pre is None or self.pre.src_shape != image.shape:
+        if self.pre is None or self.pre.src_shape != tuple(image.shape):
             assert self.spec.preprocessing is not None
-            self.pre = CpuPreprocessor(self.spec.preprocessing, image.shape, 'rgb')
             target = self.model.input(self.input_name)
-            self._target = target if isinstance(target, np.ndarray) else target.numpy()
-        self.pre(image, self._target)
+            if str(getattr(self.model, 'device', 'cpu')).startswith('cuda'):
+                # Upload + resize + normalise on the model's stream, straight into its static
+                # input (a CUDA graph); the model's graph replays after it on the same stream.
+                self.pre = TorchPreprocessor(
+                    self.spec.preprocessing,
+                    image.shape,
+                    self.model.device,
+                    out=target,
+                    src_order='rgb',
+                    stream=self.model.stream,
+                )
+                self._target = None
+            else:
+                self.pre = CpuPreprocessor(self.spec.preprocessing, image.shape, 'rgb')
+                self._target = target if isinstance(target, np.ndarray) else target.numpy()
+        if isinstance(self.pre, TorchPreprocessor):
+            self.pre(image)  # the copy from the slot has finished when this returns
+        else:
+            self.pre(image, self._target)
         if not frame.valid():  # overwritten while being read: the input is garbage
             return False
         out = self.model.run()[self.output_name]
-        return out if isinstance(out, np.ndarray) else out.cpu().numpy()
+        return out if isinstance(out, np.ndarray) else out.float().cpu().numpy()
 
     def _process(self, aligned: AlignedFrame, released_ns: int) -> None:
         t0 = time.perf_counter_ns()
@@ -350,6 +376,7 @@ class FusionNode(node_utils.DeviceNode):
             'frames': self.frames,
             'torn': self.torn,
             'inference_errors': self.inference_errors,
+            'worker_errors': self.worker_errors,
             'missing': ', '.join(f'{k} {v}' for k, v in sorted(self.missing.items())),
             'latency_p50_us': round(lat.p50_us, 1) if lat.count else '',
             'latency_p99_us': round(lat.p99_us, 1) if lat.count else '',
@@ -360,7 +387,9 @@ class FusionNode(node_utils.DeviceNode):
         for name, st in self.aligner.stats.items():
             values[f'{name}_late_dropped'] = f'{st.late}/{st.dropped}'
         level = (
-            DiagnosticStatus.WARN if self.torn or self.inference_errors else DiagnosticStatus.OK
+            DiagnosticStatus.WARN
+            if self.torn or self.inference_errors or self.worker_errors
+            else DiagnosticStatus.OK
         )
         status = DiagnosticStatus(
             level=level,

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU machine session: ROS 2 Kilted from carried cp312 wheels (.whl/), rt_fusion_msgs built with
 # cmake, rt_fusion importable; then the GPU benchmarks and tests. Results go to $OUT (or results/).
-# Usage there:  bash tools/gpu/session.sh [setup|inference|transport|tests|all]
+# Usage there:  bash tools/gpu/session.sh [setup|inference|transport|tests|demo|all]
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 OUT=${OUT:-results/gpu}
@@ -46,10 +46,22 @@ tests() {
     | tee "$OUT/tests.txt"
 }
 
+# The full graph of tools/demo.py with the fusion node on the GPU (PyTorch CUDA graph) and, for
+# comparison, on ONNX Runtime CPU. Needs the recordings in .device/data and the wheels the image
+# lacks (cantools, python-can, pyserial, rosbags and their dependencies) in .device/wheels.
+demo() {
+  $PY -m pip install -q --no-index --no-deps .device/wheels/*.whl || return 1
+  $PY tools/demo.py --data .device/data --backend torch --device cuda --out "$OUT/demo_torch" \
+    2>&1 | tail -30 | tee "$OUT/demo_torch.txt"
+  $PY tools/demo.py --data .device/data --no-compare --out "$OUT/demo_ort" 2>&1 | tail -30 \
+    | tee "$OUT/demo_ort.txt"
+}
+
 case "${1:-all}" in
   setup) setup ;;
   inference) inference ;;
   transport) transport ;;
   tests) tests ;;
+  demo) demo ;;
   all) setup && inference && tests && transport ;;
 esac
