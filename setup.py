@@ -28,6 +28,7 @@ NODES = {
     'microphone_node': 'rt_fusion.nodes.microphone_node:main',
     'trajectory_node': 'rt_fusion.nodes.trajectory_node:main',
     'fusion_node': 'rt_fusion.nodes.fusion_node:main',
+    'replay_node': 'rt_fusion.nodes.replay_node:main',
 }
 TOOLS = {
     'rt_fusion_demo': 'rt_fusion_tools.demo:main',

@@ -16,6 +16,7 @@ import time
 
 import rclpy
 from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+from std_msgs.msg import UInt64
 
 from rt_fusion.nodes.conversions import message_class, msg_to_dict
 from rt_fusion.nodes.node_utils import make_executor
@@ -39,6 +40,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--qos', choices=('reliable', 'sensor'), default='reliable')
     parser.add_argument('--depth', type=int, default=1000)
     parser.add_argument('--quiet', action='store_true', help='only the summary')
+    parser.add_argument(
+        '--ack',
+        metavar='TOPIC',
+        help='after each message publish std_msgs/UInt64 (the count) here (replay lock-step)',
+    )
     args = parser.parse_args(argv)
     cls = message_class(args.type)
     rclpy.init()
@@ -52,11 +58,20 @@ def main(argv: list[str] | None = None) -> int:
         last = time.monotonic()
         if not args.quiet:
             print('MSG ' + json.dumps(msg_to_dict(msg)), flush=True)
+        if ack_pub is not None:
+            ack_pub.publish(UInt64(data=received))
 
     qos = (
         qos_profile_sensor_data
         if args.qos == 'sensor'
         else QoSProfile(depth=args.depth, reliability=ReliabilityPolicy.RELIABLE)
+    )
+    ack_pub = (
+        node.create_publisher(
+            UInt64, args.ack, QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
+        )
+        if args.ack
+        else None
     )
     node.create_subscription(cls, args.topic, on_msg, qos)
     executor = make_executor()

@@ -59,8 +59,11 @@ def open_reader(path: Path | str) -> Any:
     return AnyReader([path])
 
 
-def iter_messages(path: Path | str, topics: Sequence[str] | None = None) -> Iterator[BagMessage]:
-    """Messages of ``topics`` (all when None) in log-time order."""
+def iter_messages(
+    path: Path | str, topics: Sequence[str] | None = None, *, decode: bool = True
+) -> Iterator[BagMessage]:
+    """Messages of ``topics`` (all when None) in log-time order; ``decode=False`` leaves
+    ``msg`` None (replay publishes the stored bytes)."""
     with open_reader(path) as reader:
         conns = [c for c in reader.connections if topics is None or c.topic in topics]
         if topics is not None:
@@ -69,9 +72,8 @@ def iter_messages(path: Path | str, topics: Sequence[str] | None = None) -> Iter
                 have = sorted({c.topic for c in reader.connections})
                 raise BagError(f'bag {path} has no topic {sorted(missing)} (it has {have})')
         for conn, t, raw in reader.messages(connections=conns):
-            yield BagMessage(
-                conn.topic, conn.msgtype, int(t), reader.deserialize(raw, conn.msgtype), bytes(raw)
-            )
+            msg = reader.deserialize(raw, conn.msgtype) if decode else None
+            yield BagMessage(conn.topic, conn.msgtype, int(t), msg, bytes(raw))
 
 
 def image_to_array(msg: Any, msgtype: str) -> tuple[npt.NDArray[Any], str]:

@@ -1,0 +1,33 @@
+"""Replay pacing and remapping (ROS-free part of replay_node)."""
+
+from __future__ import annotations
+
+import pytest
+
+from rt_fusion.core import params
+from rt_fusion.core.errors import ParameterError
+from rt_fusion.core.replay import Pacer, ReplayParams, parse_remaps
+
+
+def test_pacer_scales_the_recorded_timeline_from_the_first_message() -> None:
+    pacer = Pacer(rate=2.0)
+    # Recorded at 100 s, 101 s, 103 s; the replay starts at host time 5 s.
+    assert pacer.due_ns(100 * 10**9, 5 * 10**9) == 5 * 10**9
+    assert pacer.due_ns(101 * 10**9, 99 * 10**9) == 5_500_000_000  # anchored, not re-anchored
+    assert pacer.due_ns(103 * 10**9, 0) == 6_500_000_000
+
+
+def test_remaps() -> None:
+    assert parse_remaps(('/a->/b', ' /c -> /d ')) == {'/a': '/b', '/c': '/d'}
+    for bad in (('/a',), ('/a->',), ('->/b',)):
+        with pytest.raises(ParameterError, match="'remap'"):
+            parse_remaps(bad)
+
+
+def test_params_need_a_bag_and_a_known_mode() -> None:
+    with pytest.raises(ParameterError, match="'bag'"):
+        params.build(ReplayParams, {})
+    with pytest.raises(ParameterError, match="'mode'"):
+        params.build(ReplayParams, {'bag': 'x', 'mode': 'backwards'})
+    p = params.build(ReplayParams, {'bag': 'x', 'remap': ['/a->/b']})
+    assert p.mode == 'realtime' and p.remap == ('/a->/b',)
