@@ -45,6 +45,7 @@ TOOLS = {
     'rt_fusion_make_test_model': 'rt_fusion_tools.make_test_model:main',
     'rt_fusion_rt_check': 'rt_fusion_tools.rt_check:main',
     'rt_fusion_bench_planner': 'rt_fusion_tools.bench_planner:main',
+    'rt_fusion_make_scenario': 'rt_fusion_tools.make_scenario:main',
 }
 
 setup(

@@ -108,3 +108,50 @@ def test_a_missing_bag_fails_at_start(procs: ProcGroup, tmp_path) -> None:  # ty
     replay = procs.node('replay_node', '-p', f'bag:={tmp_path / "nope"}')
     assert replay.wait(60) == 2
     assert any("'bag'" in line and 'not found' in line for line in replay.stderr)
+
+
+def test_a_generated_scenario_replays_in_lockstep_with_its_stamps(
+    procs: ProcGroup, tmp_path
+) -> None:  # type: ignore[no-untyped-def]
+    import yaml  # noqa: PLC0415
+
+    from rt_fusion.core.scenario.generate import generate  # noqa: PLC0415
+    from tests.conftest import ROOT  # noqa: PLC0415
+
+    scenario = yaml.safe_load((ROOT / 'config' / 'scenarios' / 'cut_in.yaml').read_text())
+    generate(scenario, 10.0, 1, tmp_path)
+    bag = tmp_path / 'bag'
+    radar = [
+        m.msg.header.stamp.sec * 10**9 + m.msg.header.stamp.nanosec
+        for m in iter_messages(bag, ['/radar/out/objects'])
+    ]
+    assert len(radar) == 136
+    echo = procs.echo(
+        '/radar/out/objects',
+        'rt_fusion_msgs/msg/RadarObjects',
+        '--count',
+        str(len(radar)),
+        '--ack',
+        '/replay/ack',
+        '--timeout',
+        '120',
+    )
+    replay = procs.node(
+        'replay_node',
+        '-r',
+        '__node:=replay',
+        '-p',
+        f'bag:={bag}',
+        '-p',
+        'topics:=[/radar/out/objects]',
+        '-p',
+        'mode:=lockstep',
+        '-p',
+        'start_delay_s:=2.0',
+    )
+    msgs, summary = echo.messages(150)
+    assert summary['received'] == len(radar)
+    assert [_ns(m) for m in msgs] == radar
+    assert [m['measurement_counter'] for m in msgs] == list(range(len(radar)))
+    assert any(m['objects'] for m in msgs)
+    assert replay.read_until('REPLAYED ', 60)[1] == f'REPLAYED {len(radar)} ack_timeouts=0'

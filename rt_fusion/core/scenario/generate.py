@@ -1,0 +1,333 @@
+"""Scenario → rosbag2 (MCAP) with the topics and messages of the live nodes, plus ground truth.
+
+Topics (as the nodes publish them): ``/camera/out/image/compressed`` (sensor_msgs/CompressedImage,
+JPEG; or ``/camera/out/image`` sensor_msgs/Image bgr8 with ``raw_images``),
+``/camera/out/camera_info``, ``/radar/out/objects`` (rt_fusion_msgs/RadarObjects, ~13.6 Hz),
+``/imu/out/imu`` (200 Hz), ``/microphone/out/audio`` (rt_fusion_msgs/AudioChunk, 1024 samples
+inline at 48 kHz), and the truth: ``/scenario/truth/objects`` (rt_fusion_msgs/ObjectArray in
+base_link at the camera times) and ``/scenario/truth/odometry`` (nav_msgs/Odometry, 50 Hz).
+
+Stamps are the sensor times on a fixed host timeline starting at ``T0_NS``; each message is logged
+a fixed transport delay later. Every sensor draws from its own generator seeded by
+``(seed, sensor)``, so a seed gives a byte-identical bag.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import math
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy as np
+
+from rt_fusion.core.scenario import sensors as sm
+from rt_fusion.core.scenario.bagout import BagWriter, header, make, typestore
+from rt_fusion.core.scenario.world import World, build_world, ego_frame
+
+T0_NS = 1_700_000_000 * 10**9
+CAMERA_HZ = 30.0
+TRUTH_ODOM_HZ = 50.0
+DELAY_NS = {'camera': 12_000_000, 'radar': 4_000_000, 'imu': 1_000_000, 'audio': 2_000_000}
+OBJECT_CLASS = {'car': 1, 'truck': 2, 'pedestrian': 3, 'bicycle': 4, 'static': 6}
+
+Item = tuple[int, int, str, str, Any]  # log_ns, tie-break, topic, type, message
+
+
+def _ns(t: float) -> int:
+    return T0_NS + round(t * 1e9)
+
+
+def _camera(ts: Any, world: World, seed: int, raw: bool, cam: sm.CameraModel) -> Iterator[Item]:
+    rng = np.random.default_rng([seed, 1])
+    info = cam.camera_info()
+    for k in range(int(world.seconds * CAMERA_HZ)):
+        t = k / CAMERA_HZ
+        img = sm.render(cam, world, t, rng)
+        hdr = header(ts, _ns(t), 'camera')
+        log = _ns(t) + DELAY_NS['camera']
+        if raw:
+            msg = make(
+                ts,
+                'sensor_msgs/msg/Image',
+                header=hdr,
+                height=cam.height,
+                width=cam.width,
+                encoding='bgr8',
+                is_bigendian=0,
+                step=cam.width * 3,
+                data=img.reshape(-1),
+            )
+            yield log, 0, '/camera/out/image', 'sensor_msgs/msg/Image', msg
+        else:
+            ok, jpg = cv2.imencode('.jpg', img, [cv2.IMWRITE_JPEG_QUALITY, 90])
+            assert ok
+            msg = make(
+                ts,
+                'sensor_msgs/msg/CompressedImage',
+                header=hdr,
+                format='jpeg',
+                data=jpg.reshape(-1),
+            )
+            yield log, 0, '/camera/out/image/compressed', 'sensor_msgs/msg/CompressedImage', msg
+        ci = make(
+            ts,
+            'sensor_msgs/msg/CameraInfo',
+            header=hdr,
+            height=cam.height,
+            width=cam.width,
+            distortion_model='plumb_bob',
+            d=np.zeros(5),
+            k=np.array(info['camera_matrix']['data'], np.float64),
+            r=np.array([1, 0, 0, 0, 1, 0, 0, 0, 1], np.float64),
+            p=np.array(info['projection_matrix']['data'], np.float64),
+        )
+        yield log, 1, '/camera/out/camera_info', 'sensor_msgs/msg/CameraInfo', ci
+
+
+def _radar(ts: Any, world: World, seed: int, model: sm.RadarModel) -> Iterator[Item]:
+    rng = np.random.default_rng([seed, 2])
+    k = 0
+    while (t := 0.013 + k * model.period_s) < world.seconds:
+        objs = []
+        for o in sm.radar_scan(model, world, t, rng):
+            objs.append(
+                make(
+                    ts,
+                    'rt_fusion_msgs/msg/RadarObject',
+                    id=o['id'],
+                    position=make(ts, 'geometry_msgs/msg/Point', x=o['x'], y=o['y'], z=0.0),
+                    velocity=make(ts, 'geometry_msgs/msg/Vector3', x=o['vx'], y=o['vy'], z=0.0),
+                    rcs=float(o['rcs']),
+                    dynamic_property=0 if math.hypot(o['vx'], o['vy']) > 0.5 else 1,
+                    object_class=o['class'],
+                    orientation=float(o['orientation']),
+                    length=float(o['length']),
+                    width=float(o['width']),
+                    existence_probability=float(o['prob']),
+                    measurement_state=2,
+                    position_rms_x=model.range_std,
+                    position_rms_y=model.range_std,
+                    velocity_rms_x=model.velocity_std,
+                    velocity_rms_y=model.velocity_std,
+                )
+            )
+        msg = make(
+            ts,
+            'rt_fusion_msgs/msg/RadarObjects',
+            header=header(ts, _ns(t), 'radar'),
+            measurement_counter=k,
+            output_type='objects',
+            expected_targets=len(objs),
+            complete=True,
+            cycle_duration_ns=int(model.period_s * 1e9),
+            objects=objs,
+        )
+        yield (
+            _ns(t) + DELAY_NS['radar'],
+            0,
+            '/radar/out/objects',
+            'rt_fusion_msgs/msg/RadarObjects',
+            msg,
+        )
+        k += 1
+
+
+def _imu(ts: Any, world: World, seed: int, model: sm.ImuModel) -> Iterator[Item]:
+    rng = np.random.default_rng([seed, 3])
+    vec = 'geometry_msgs/msg/Vector3'
+    for k in range(int(world.seconds * model.rate_hz)):
+        t = k / model.rate_hz
+        s = sm.imu_sample(model, world.ego, t, rng)
+        w, x, y, z = s['quat']
+        msg = make(
+            ts,
+            'sensor_msgs/msg/Imu',
+            header=header(ts, _ns(t), 'imu'),
+            orientation=make(ts, 'geometry_msgs/msg/Quaternion', x=x, y=y, z=z, w=w),
+            orientation_covariance=np.diag([1e-4] * 3).reshape(-1),
+            angular_velocity=make(ts, vec, x=s['gyro'][0], y=s['gyro'][1], z=s['gyro'][2]),
+            angular_velocity_covariance=np.diag([model.gyro_std**2] * 3).reshape(-1),
+            linear_acceleration=make(ts, vec, x=s['accel'][0], y=s['accel'][1], z=s['accel'][2]),
+            linear_acceleration_covariance=np.diag([model.accel_std**2] * 3).reshape(-1),
+        )
+        yield _ns(t) + DELAY_NS['imu'], 0, '/imu/out/imu', 'sensor_msgs/msg/Imu', msg
+
+
+def _audio(ts: Any, world: World, seed: int, model: sm.AudioModel) -> Iterator[Item]:
+    synth = sm.AudioSynth(model, world, np.random.default_rng([seed, 4]))
+    n = model.block
+    for k in range(int(world.seconds * model.rate_hz) // n):
+        first = synth.next_sample
+        samples = synth.block()
+        t = first / model.rate_hz
+        msg = make(
+            ts,
+            'rt_fusion_msgs/msg/AudioChunk',
+            header=header(ts, _ns(t), 'microphone'),
+            sample_rate=model.rate_hz,
+            channels=1,
+            frames=n,
+            first_sample_index=k * n,
+            stamp_source='scenario',
+            samples=samples,
+        )
+        log = _ns(t) + int(n / model.rate_hz * 1e9) + DELAY_NS['audio']
+        yield log, 0, '/microphone/out/audio', 'rt_fusion_msgs/msg/AudioChunk', msg
+
+
+def truth_at(world: World, t: float) -> dict[str, Any]:
+    """Ground truth at time t: ego pose/velocity (world) and objects (world and base_link)."""
+    ego = world.ego.at(t)
+    objects = []
+    for a in world.actors:
+        st = a.at(t)
+        ex, ey = ego_frame(ego, st['x'], st['y'])
+        objects.append(
+            {
+                'id': a.id,
+                'class': a.cls,
+                'x': st['x'],
+                'y': st['y'],
+                'yaw': st['yaw'],
+                'vx': st['vx'],
+                'vy': st['vy'],
+                'ego_x': ex,
+                'ego_y': ey,
+                'ego_yaw': math.remainder(st['yaw'] - ego['yaw'], math.tau),
+                'size': list(a.size),
+            }
+        )
+    return {
+        'stamp_ns': _ns(t),
+        't': t,
+        'ego': {k: ego[k] for k in ('x', 'y', 'yaw', 'vx', 'vy', 's', 'd')},
+        'objects': objects,
+    }
+
+
+def _truth(ts: Any, world: World) -> Iterator[Item]:
+    vec = 'geometry_msgs/msg/Vector3'
+    for k in range(int(world.seconds * CAMERA_HZ)):
+        t = k / CAMERA_HZ
+        gt = truth_at(world, t)
+        ego = gt['ego']
+        c, s = math.cos(ego['yaw']), math.sin(ego['yaw'])
+        objs = []
+        for o in gt['objects']:
+            rvx, rvy = c * o['vx'] + s * o['vy'], -s * o['vx'] + c * o['vy']
+            objs.append(
+                make(
+                    ts,
+                    'rt_fusion_msgs/msg/Object',
+                    id=o['id'],
+                    object_class=OBJECT_CLASS[o['class']],
+                    class_probability=1.0,
+                    position=make(
+                        ts, 'geometry_msgs/msg/Point', x=o['ego_x'], y=o['ego_y'], z=0.0
+                    ),
+                    yaw=o['ego_yaw'],
+                    size=make(ts, vec, x=o['size'][0], y=o['size'][1], z=o['size'][2]),
+                    velocity=make(ts, vec, x=rvx, y=rvy, z=0.0),
+                    sources=0,
+                )
+            )
+        msg = make(
+            ts,
+            'rt_fusion_msgs/msg/ObjectArray',
+            header=header(ts, _ns(t), 'base_link'),
+            objects=objs,
+            inputs_complete_ns=_ns(t),
+            published_ns=_ns(t),
+        )
+        yield _ns(t), 2, '/scenario/truth/objects', 'rt_fusion_msgs/msg/ObjectArray', msg
+    for k in range(int(world.seconds * TRUTH_ODOM_HZ)):
+        t = k / TRUTH_ODOM_HZ
+        e = world.ego.at(t)
+        pose = make(
+            ts,
+            'geometry_msgs/msg/Pose',
+            position=make(ts, 'geometry_msgs/msg/Point', x=e['x'], y=e['y'], z=0.0),
+            orientation=make(
+                ts,
+                'geometry_msgs/msg/Quaternion',
+                x=0.0,
+                y=0.0,
+                z=math.sin(e['yaw'] / 2),
+                w=math.cos(e['yaw'] / 2),
+            ),
+        )
+        c, s = math.cos(e['yaw']), math.sin(e['yaw'])
+        twist = make(
+            ts,
+            'geometry_msgs/msg/Twist',
+            linear=make(ts, vec, x=c * e['vx'] + s * e['vy'], y=-s * e['vx'] + c * e['vy'], z=0.0),
+        )
+        msg = make(
+            ts,
+            'nav_msgs/msg/Odometry',
+            header=header(ts, _ns(t), 'odom'),
+            child_frame_id='base_link',
+            pose=make(ts, 'geometry_msgs/msg/PoseWithCovariance', pose=pose),
+            twist=make(ts, 'geometry_msgs/msg/TwistWithCovariance', twist=twist),
+        )
+        yield _ns(t), 3, '/scenario/truth/odometry', 'nav_msgs/msg/Odometry', msg
+
+
+def _round(obj: Any) -> Any:
+    if isinstance(obj, float):
+        return round(obj, 6)
+    if isinstance(obj, dict):
+        return {k: _round(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_round(v) for v in obj]
+    return obj
+
+
+def generate(
+    scenario: dict[str, Any],
+    seconds: float,
+    seed: int,
+    out: Path,
+    *,
+    raw_images: bool = False,
+    progress: Callable[[float], None] | None = None,
+) -> dict[str, Any]:
+    """Writes ``out/bag`` (rosbag2 MCAP), ``out/ground_truth.json`` and ``out/camera_info.yaml``;
+    returns a summary. ``progress`` gets the simulated time written so far."""
+    import yaml  # noqa: PLC0415
+
+    world = build_world(scenario, seconds)
+    ts = typestore()
+    cam = sm.CameraModel()
+    out.mkdir(parents=True, exist_ok=True)
+    writer = BagWriter(out / 'bag', ts)
+    streams = [
+        _camera(ts, world, seed, raw_images, cam),
+        _radar(ts, world, seed, sm.RadarModel()),
+        _imu(ts, world, seed, sm.ImuModel()),
+        _audio(ts, world, seed, sm.AudioModel()),
+        _truth(ts, world),
+    ]
+    try:
+        for log_ns, _tie, topic, typename, msg in heapq.merge(*streams, key=lambda i: i[:2]):
+            writer.write(topic, typename, log_ns, msg)
+            if progress is not None:
+                progress((log_ns - T0_NS) / 1e9)
+    finally:
+        writer.close()
+    truth = {
+        'scenario': world.name,
+        'seed': seed,
+        'seconds': seconds,
+        't0_ns': T0_NS,
+        'camera_hz': CAMERA_HZ,
+        'audio_events': world.audio_events,
+        'frames': [truth_at(world, k / CAMERA_HZ) for k in range(int(seconds * CAMERA_HZ))],
+    }
+    (out / 'ground_truth.json').write_text(json.dumps(_round(truth), sort_keys=True) + '\n')
+    (out / 'camera_info.yaml').write_text(yaml.safe_dump(cam.camera_info(), sort_keys=True))
+    return {'world': world, 'counts': dict(writer.counts), 'camera': cam}

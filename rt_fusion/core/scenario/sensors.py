@@ -1,0 +1,350 @@
+"""Sensor models of the scenario generator: camera, radar, IMU and microphone.
+
+Each model is a pure function of the world, the time and a seeded ``numpy.random.Generator``, so a
+seed gives the same recording on every machine. Mounting (base_link = the ego reference point on
+the road, x forward, y left, z up): camera at ``CAMERA_POS`` looking forward, radar at
+``RADAR_POS``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import cv2
+import numpy as np
+import numpy.typing as npt
+
+from rt_fusion.core.scenario.world import Track, World, ego_frame
+
+CAMERA_POS = (1.8, 0.0, 1.4)
+RADAR_POS = (3.6, 0.0, 0.5)
+GRAVITY = 9.80665
+
+# Colours (BGR) of the classes; the camera draws boxes in these, shaded per face.
+CLASS_BGR = {
+    'car': (60, 60, 200),
+    'truck': (40, 140, 230),
+    'pedestrian': (200, 90, 40),
+    'bicycle': (60, 180, 60),
+    'static': (30, 200, 230),
+}
+# ARS408 Obj_Class and a radar cross-section [dBsm] per class.
+ARS408_CLASS = {'car': 1, 'truck': 2, 'pedestrian': 3, 'bicycle': 5, 'static': 0}
+RCS_DBSM = {'car': 10.0, 'truck': 20.0, 'pedestrian': -5.0, 'bicycle': 0.0, 'static': 5.0}
+
+
+@dataclasses.dataclass(frozen=True)
+class CameraModel:
+    """Pinhole camera (no distortion) at CAMERA_POS, looking along base_link x."""
+
+    width: int = 640
+    height: int = 360
+    fx: float = 460.0
+    fy: float = 460.0
+    cx: float = 320.0
+    cy: float = 180.0
+
+    def project(self, pts: npt.NDArray[np.float64]) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
+        """base_link points (N, 3) -> pixel (N, 2) and depth (N,) (depth <= 0: behind)."""
+        cx, cy, cz = CAMERA_POS
+        depth = pts[:, 0] - cx
+        safe = np.where(depth > 1e-6, depth, 1e-6)
+        u = self.cx - self.fx * (pts[:, 1] - cy) / safe
+        v = self.cy - self.fy * (pts[:, 2] - cz) / safe
+        return np.stack([u, v], axis=1), depth
+
+    def camera_info(self) -> dict[str, Any]:
+        """The calibration in the ROS camera_info YAML layout."""
+        k = [self.fx, 0.0, self.cx, 0.0, self.fy, self.cy, 0.0, 0.0, 1.0]
+        return {
+            'image_width': self.width,
+            'image_height': self.height,
+            'camera_name': 'scenario',
+            'camera_matrix': {'rows': 3, 'cols': 3, 'data': k},
+            'distortion_model': 'plumb_bob',
+            'distortion_coefficients': {'rows': 1, 'cols': 5, 'data': [0.0] * 5},
+            'rectification_matrix': {'rows': 3, 'cols': 3, 'data': [1, 0, 0, 0, 1, 0, 0, 0, 1]},
+            'projection_matrix': {
+                'rows': 3,
+                'cols': 4,
+                'data': [self.fx, 0, self.cx, 0, 0, self.fy, self.cy, 0, 0, 0, 1, 0],
+            },
+        }
+
+
+def box_corners(state: dict[str, float], size: tuple[float, float, float], ego: dict[str, float]):  # type: ignore[no-untyped-def]
+    """The 8 corners (base_link) of an actor's box: bottom 0-3, top 4-7, counter-clockwise."""
+    length, width, height = size
+    c, s = math.cos(state['yaw']), math.sin(state['yaw'])
+    out = np.zeros((8, 3))
+    for i, (a, b) in enumerate(((1, 1), (-1, 1), (-1, -1), (1, -1))):
+        wx = state['x'] + c * a * length / 2 - s * b * width / 2
+        wy = state['y'] + s * a * length / 2 + c * b * width / 2
+        ex, ey = ego_frame(ego, wx, wy)
+        out[i] = (ex, ey, 0.0)
+        out[i + 4] = (ex, ey, height)
+    return out
+
+
+_FACES = ((0, 1, 2, 3), (4, 5, 6, 7), (0, 1, 5, 4), (1, 2, 6, 5), (2, 3, 7, 6), (3, 0, 4, 7))
+_LIGHT = np.array([0.3, 0.5, 0.8]) / np.linalg.norm([0.3, 0.5, 0.8])
+
+
+def render(
+    cam: CameraModel, world: World, t: float, rng: np.random.Generator
+) -> npt.NDArray[np.uint8]:
+    """One BGR frame: sky, road with lane markings, actors as shaded boxes, noise, exposure."""
+    h, w = cam.height, cam.width
+    ego = world.ego.at(t)
+    img = np.empty((h, w, 3), np.float32)
+    horizon = int(cam.cy)
+    sky = np.linspace(1.0, 0.6, horizon)[:, None, None] * np.array([235, 200, 150], np.float32)
+    img[:horizon] = sky
+    ground = np.linspace(0.55, 1.0, h - horizon)[:, None, None] * np.array(
+        [95, 100, 100], np.float32
+    )
+    img[horizon:] = ground
+    # Road surface between the edges, lane markings (dashed between lanes, solid at the edges).
+    road = world.road
+    s_ahead = ego['s'] + np.linspace(-2.0, 120.0, 200)
+    right, left = road.edges()
+
+    def ground_pts(d: float, s: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        x, y, _ = road.to_world(s, np.full_like(s, d))
+        pts = np.array([ego_frame(ego, float(a), float(b)) for a, b in zip(x, y, strict=True)])
+        return np.column_stack([pts, np.zeros(len(pts))])
+
+    edge_r, edge_l = ground_pts(right, s_ahead), ground_pts(left, s_ahead)
+    poly = np.concatenate([edge_r, edge_l[::-1]])
+    uv, depth = cam.project(poly)
+    keep = depth > 0.5
+    if keep.sum() >= 3:
+        cv2.fillPoly(img, [np.round(uv[keep]).astype(np.int32)], (80, 82, 84))
+    for k in range(road.lanes + 2):  # lane boundaries from the right edge to the left edge
+        d = right + k * road.lane_width
+        pts = ground_pts(d, s_ahead)
+        uv, depth = cam.project(pts)
+        solid = k in (0, road.lanes + 1)
+        for i in range(len(pts) - 1):
+            if depth[i] <= 0.5 or depth[i + 1] <= 0.5:
+                continue
+            if not solid and int(s_ahead[i] // 3.0) % 3 != 0:
+                continue  # dashes: 3 m paint every 9 m
+            p0, p1 = np.round(uv[i]).astype(int), np.round(uv[i + 1]).astype(int)
+            cv2.line(img, (int(p0[0]), int(p0[1])), (int(p1[0]), int(p1[1])), (230, 230, 230), 2)
+    # Actors, far to near (painter's algorithm), faces far to near within a box.
+    boxes = []
+    for a in world.actors:
+        st = a.at(t)
+        corners = box_corners(st, a.size, ego)
+        if (corners[:, 0] - CAMERA_POS[0]).min() <= 0.8:
+            continue
+        boxes.append((float(np.linalg.norm(corners.mean(axis=0))), a, corners))
+    for _dist, a, corners in sorted(boxes, key=lambda b: -b[0]):
+        uv, _ = cam.project(corners)
+        centre = corners.mean(axis=0)
+        faces = []
+        for f in _FACES:
+            fc = corners[list(f)].mean(axis=0)
+            normal = fc - centre
+            normal /= np.linalg.norm(normal) + 1e-9
+            to_cam = np.array(CAMERA_POS) - fc
+            if normal @ to_cam <= 0:
+                continue  # facing away
+            faces.append((float(np.linalg.norm(to_cam)), f, normal))
+        base = np.array(CLASS_BGR[a.cls], np.float32)
+        for _d, f, normal in sorted(faces, key=lambda x: -x[0]):
+            shade = 0.45 + 0.55 * max(0.0, float(normal @ _LIGHT))
+            poly = np.round(uv[list(f)]).astype(np.int32)
+            cv2.fillConvexPoly(img, poly, tuple(float(c) for c in base * shade))
+            cv2.polylines(img, [poly], True, tuple(float(c) for c in base * 0.3), 1)
+        if a.cls in ('car', 'truck'):  # a window band on the top third: simple texture
+            top = corners[4:] * np.array([1, 1, 1]) - np.array([0, 0, a.size[2] / 3])
+            band = np.concatenate([corners[4:], top[::-1]])
+            uvb, _ = cam.project(band)
+            hull = cv2.convexHull(np.round(uvb).astype(np.int32))
+            cv2.fillConvexPoly(img, hull, (70, 50, 40))
+    exposure = 1.0 + 0.08 * math.sin(0.7 * t)
+    img *= exposure
+    img += rng.normal(0.0, 3.0, img.shape).astype(np.float32)
+    return np.clip(img, 0, 255).astype(np.uint8)
+
+
+@dataclasses.dataclass(frozen=True)
+class RadarModel:
+    """ARS408-like object list: noisy range/azimuth, doppler, RCS, false alarms, misses."""
+
+    period_s: float = 1 / 13.6
+    max_range: float = 200.0
+    fov_deg: float = 60.0
+    range_std: float = 0.25
+    azimuth_std_deg: float = 0.5
+    velocity_std: float = 0.1
+    rcs_std: float = 1.5
+    detect_prob: float = 0.95
+    detect_prob_pedestrian: float = 0.8
+    false_alarms: float = 0.5  # per scan (Poisson mean)
+
+
+def radar_scan(
+    model: RadarModel, world: World, t: float, rng: np.random.Generator
+) -> list[dict[str, Any]]:
+    """Objects of one scan in the radar frame (x forward, y left), velocities relative."""
+    ego = world.ego.at(t)
+    c, s = math.cos(ego['yaw']), math.sin(ego['yaw'])
+    ego_v = (c * ego['vx'] + s * ego['vy'], -s * ego['vx'] + c * ego['vy'])
+    out = []
+    for a in world.actors:
+        st = a.at(t)
+        ex, ey = ego_frame(ego, st['x'], st['y'])
+        rx, ry = ex - RADAR_POS[0], ey - RADAR_POS[1]
+        rng_m, az = math.hypot(rx, ry), math.atan2(ry, rx)
+        if not (1.0 < rng_m < model.max_range and abs(math.degrees(az)) < model.fov_deg):
+            continue
+        p = model.detect_prob_pedestrian if a.cls == 'pedestrian' else model.detect_prob
+        if rng.random() > p:
+            continue
+        r_m = rng_m + rng.normal(0, model.range_std)
+        az_m = az + math.radians(rng.normal(0, model.azimuth_std_deg))
+        vx_w, vy_w = st['vx'], st['vy']
+        vrel = (c * vx_w + s * vy_w - ego_v[0], -s * vx_w + c * vy_w - ego_v[1])
+        out.append(
+            {
+                'id': a.id,
+                'x': r_m * math.cos(az_m),
+                'y': r_m * math.sin(az_m),
+                'vx': vrel[0] + rng.normal(0, model.velocity_std),
+                'vy': vrel[1] + rng.normal(0, model.velocity_std),
+                'rcs': RCS_DBSM[a.cls] + rng.normal(0, model.rcs_std),
+                'class': ARS408_CLASS[a.cls],
+                'length': a.size[0],
+                'width': a.size[1],
+                'orientation': math.remainder(st['yaw'] - ego['yaw'], math.tau),
+                'prob': 0.99,
+                'true': (rx, ry),
+            }
+        )
+    for k in range(int(rng.poisson(model.false_alarms))):
+        r_m = rng.uniform(5.0, model.max_range)
+        az_m = math.radians(rng.uniform(-model.fov_deg, model.fov_deg))
+        out.append(
+            {
+                'id': 200 + k,
+                'x': r_m * math.cos(az_m),
+                'y': r_m * math.sin(az_m),
+                'vx': -ego_v[0] + rng.normal(0, 0.5),
+                'vy': rng.normal(0, 0.5),
+                'rcs': rng.normal(-10.0, 3.0),
+                'class': 0,
+                'length': 0.5,
+                'width': 0.5,
+                'orientation': 0.0,
+                'prob': 0.5,
+                'true': None,
+            }
+        )
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class ImuModel:
+    """IMU at base_link: gyro and accelerometer with bias and white noise."""
+
+    rate_hz: float = 200.0
+    gyro_std: float = 0.003  # [rad/s]
+    accel_std: float = 0.05  # [m/s²]
+    gyro_bias: tuple[float, float, float] = (0.001, -0.0015, 0.002)
+    accel_bias: tuple[float, float, float] = (0.03, -0.02, 0.05)
+
+
+def imu_sample(
+    model: ImuModel, track: Track, t: float, rng: np.random.Generator
+) -> dict[str, Any]:
+    """One sample: angular rate, specific force (body frame), orientation (truth)."""
+    dt = 0.005
+    a0, a1 = track.at(max(t - dt, 0.0)), track.at(t + dt)
+    yaw_rate = math.remainder(a1['yaw'] - a0['yaw'], math.tau) / (2 * dt)
+    st = track.at(t)
+    c, s = math.cos(st['yaw']), math.sin(st['yaw'])
+    ax_w, ay_w = (a1['vx'] - a0['vx']) / (2 * dt), (a1['vy'] - a0['vy']) / (2 * dt)
+    ax, ay = c * ax_w + s * ay_w, -s * ax_w + c * ay_w
+    gb, ab = model.gyro_bias, model.accel_bias
+    return {
+        'gyro': (
+            gb[0] + rng.normal(0, model.gyro_std),
+            gb[1] + rng.normal(0, model.gyro_std),
+            yaw_rate + gb[2] + rng.normal(0, model.gyro_std),
+        ),
+        'accel': (
+            ax + ab[0] + rng.normal(0, model.accel_std),
+            ay + ab[1] + rng.normal(0, model.accel_std),
+            GRAVITY + ab[2] + rng.normal(0, model.accel_std),
+        ),
+        'quat': (math.cos(st['yaw'] / 2), 0.0, 0.0, math.sin(st['yaw'] / 2)),  # w, x, y, z
+    }
+
+
+@dataclasses.dataclass(frozen=True)
+class AudioModel:
+    """48 kHz mono: road noise plus horn and siren events, attenuated with distance."""
+
+    rate_hz: int = 48_000
+    block: int = 1024
+    noise_dbfs: float = -38.0
+    source_dbfs_at_10m: float = -12.0
+
+
+class AudioSynth:
+    """Blocks of int16 samples in order (the road noise filter keeps its state across blocks)."""
+
+    def __init__(self, model: AudioModel, world: World, rng: np.random.Generator) -> None:
+        self.model, self.world, self.rng = model, world, rng
+        self._zi = np.zeros(1)
+        self.next_sample = 0
+
+    def block(self) -> npt.NDArray[np.int16]:
+        """The next ``model.block`` samples."""
+        from scipy.signal import lfilter  # noqa: PLC0415
+
+        model, n = self.model, self.model.block
+        t = (self.next_sample + np.arange(n)) / model.rate_hz
+        self.next_sample += n
+        # Road noise: white noise through a one-pole low-pass (rumble), at noise_dbfs RMS.
+        alpha = 0.03
+        lp, self._zi = lfilter(
+            [alpha], [1, -(1 - alpha)], self.rng.normal(0.0, 1.0, n), zi=self._zi
+        )
+        out = lp * 10 ** (model.noise_dbfs / 20) / math.sqrt(alpha / (2 - alpha))
+        world = self.world
+        ego = world.ego.at(float(t[0]))
+        for ev in world.audio_events:
+            start, dur = float(ev['at']), float(ev.get('duration', 1.0))
+            active = (t >= start) & (t < start + dur)
+            if not active.any():
+                continue
+            src = int(ev.get('source', 0))
+            dist = 2.0
+            if src != 0:
+                a = next(a for a in world.actors if a.id == src).at(float(t[0]))
+                dist = max(2.0, math.hypot(a['x'] - ego['x'], a['y'] - ego['y']))
+            amp = 10 ** (model.source_dbfs_at_10m / 20) * min(10.0 / dist, 5.0)
+            tt = t - start
+            if ev['kind'] == 'horn':  # two-tone horn with harmonics
+                sig = (
+                    sum(
+                        np.sin(2 * np.pi * f * h * tt) / h
+                        for f in (420.0, 500.0)
+                        for h in (1, 2, 3)
+                    )
+                    / 4
+                )
+            else:  # siren: 600-1200 Hz sweep, 1 s period
+                phase = 2 * np.pi * (900.0 * tt - 300.0 / (2 * np.pi) * np.cos(2 * np.pi * tt))
+                sig = np.sin(phase)
+            out = out + np.where(active, amp * sig, 0.0)
+        samples: npt.NDArray[np.int16] = np.clip(np.round(out * 32767), -32768, 32767).astype(
+            np.int16
+        )
+        return samples

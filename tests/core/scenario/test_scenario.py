@@ -1,0 +1,203 @@
+"""The scenario generator's sensor models checked against their intent, on generated bags read
+back through the same bag reader the replay uses."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+import yaml
+
+from rt_fusion.core.bag import image_to_array, iter_messages
+from rt_fusion.core.scenario import sensors as sm
+from rt_fusion.core.scenario.generate import T0_NS, generate
+from rt_fusion.core.scenario.world import ScenarioError, build_world
+from tests.conftest import ROOT
+
+LIBRARY = ROOT / 'config' / 'scenarios'
+
+
+def _scenario(name: str) -> dict:  # type: ignore[type-arg]
+    return yaml.safe_load((LIBRARY / f'{name}.yaml').read_text())
+
+
+@pytest.fixture(scope='module')
+def cut_in(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:  # type: ignore[type-arg]
+    out = tmp_path_factory.mktemp('cut_in')
+    summary = generate(_scenario('cut_in'), 10.0, 7, out)
+    return out, summary
+
+
+def test_every_built_in_scenario_builds() -> None:
+    names = sorted(p.stem for p in LIBRARY.glob('*.yaml'))
+    assert names == ['cut_in', 'emergency_vehicle', 'pedestrian_crossing', 'stopped_car']
+    for name in names:
+        world = build_world(_scenario(name), 10.0)
+        assert world.actors and len(world.ego.t) > 10_000
+
+
+def test_bad_scenarios_name_the_field() -> None:
+    with pytest.raises(ScenarioError, match=r"actors\[0\]: class 'tank'"):
+        build_world({'ego': {}, 'actors': [{'class': 'tank'}]}, 5.0)
+    with pytest.raises(ScenarioError, match=r"actors\[0\].events\[0\]: 'at' is required"):
+        build_world({'ego': {}, 'actors': [{'events': [{'speed': 3}]}]}, 5.0)
+    with pytest.raises(ScenarioError, match="'ego' is required"):
+        build_world({'actors': []}, 5.0)
+
+
+def test_lane_change_and_braking_follow_their_profiles() -> None:
+    world = build_world(_scenario('cut_in'), 10.0)
+    car = world.actors[0]
+    lane = world.road.lane_width
+    assert car.at(2.9)['d'] == pytest.approx(lane)  # before the cut-in: left lane
+    assert car.at(4.0)['d'] == pytest.approx(lane / 2, abs=1e-3)  # halfway (quintic)
+    assert car.at(5.1)['d'] == pytest.approx(0.0, abs=1e-9)
+    # Brakes from 18 to 9 m/s at 3 m/s² from t = 5.5: 3 s.
+    assert math.hypot(car.at(7.0)['vx'], car.at(7.0)['vy']) == pytest.approx(13.5, abs=0.02)
+    assert math.hypot(car.at(9.0)['vx'], car.at(9.0)['vy']) == pytest.approx(9.0, abs=0.02)
+
+
+def test_radar_noise_has_the_configured_statistics() -> None:
+    # Objects standing still around a parked ego: many scans, residuals against the truth.
+    world = build_world(
+        {
+            'ego': {'speed': 0.0},
+            'actors': [
+                {'class': 'car', 'd': d, 's': s} for s, d in ((20, 0), (45, 3.5), (80, -3.5))
+            ],
+        },
+        60.0,
+    )
+    model = sm.RadarModel()
+    rng = np.random.default_rng(1)
+    dr, daz, seen, fa, scans = [], [], 0, 0, 0
+    for k in range(800):
+        objs = sm.radar_scan(model, world, 0.05 * k, rng)
+        scans += 1
+        for o in objs:
+            if o['true'] is None:
+                fa += 1
+                continue
+            seen += 1
+            tx, ty = o['true']
+            dr.append(math.hypot(o['x'], o['y']) - math.hypot(tx, ty))
+            daz.append(
+                math.degrees(
+                    math.remainder(math.atan2(o['y'], o['x']) - math.atan2(ty, tx), math.tau)
+                )
+            )
+    assert np.std(dr) == pytest.approx(model.range_std, rel=0.1)
+    assert abs(np.mean(dr)) < 0.03
+    assert np.std(daz) == pytest.approx(model.azimuth_std_deg, rel=0.1)
+    assert seen / (3 * scans) == pytest.approx(model.detect_prob, abs=0.02)
+    assert fa / scans == pytest.approx(model.false_alarms, abs=0.1)
+
+
+def test_imu_integrates_back_to_the_ego_trajectory(tmp_path: Path) -> None:
+    # stopped_car: a left curve (0.002 1/m) at 14 m/s, so heading and position both change.
+    generate(_scenario('stopped_car'), 10.0, 5, tmp_path)
+    msgs = list(iter_messages(tmp_path / 'bag', ['/imu/out/imu', '/scenario/truth/odometry']))
+    imu = [m.msg for m in msgs if m.topic == '/imu/out/imu']
+    odom = [m.msg for m in msgs if m.topic == '/scenario/truth/odometry']
+    assert len(imu) == 2000 and len(odom) == 500
+    dt = 1 / 200
+    # Dead reckoning from the IMU alone (speed from the forward acceleration, heading from the
+    # yaw rate) from the true initial state, up to the last truth sample (t = 9.98 s).
+    v = odom[0].twist.twist.linear.x
+    yaw = x = y = 0.0
+    for m in imu[:1996]:
+        x += v * math.cos(yaw) * dt
+        y += v * math.sin(yaw) * dt
+        v += m.linear_acceleration.x * dt
+        yaw += m.angular_velocity.z * dt
+    end = odom[-1]
+    q = end.pose.pose.orientation
+    yaw_true = 2 * math.atan2(q.z, q.w)
+    assert yaw_true == pytest.approx(0.002 * 14.0 * 9.98, rel=0.01)  # it did turn
+    # Budget over 10 s: accel bias 0.03 m/s² -> 0.3 m/s and 1.5 m; gyro bias 0.002 rad/s ->
+    # 0.02 rad and ~1.4 m sideways; white noise adds little.
+    assert v == pytest.approx(end.twist.twist.linear.x, abs=0.4)
+    assert yaw == pytest.approx(yaw_true, abs=0.03)
+    p = end.pose.pose.position
+    assert math.hypot(x - p.x, y - p.y) < 3.0
+    # Gravity and the covariances are there.
+    assert np.mean([m.linear_acceleration.z for m in imu]) == pytest.approx(9.81, abs=0.1)
+    assert imu[0].angular_velocity_covariance[0] == pytest.approx(sm.ImuModel().gyro_std ** 2)
+
+
+def test_projected_truth_lands_on_the_rendered_objects(cut_in: tuple[Path, dict]) -> None:  # type: ignore[type-arg]
+    out, _ = cut_in
+    truth = json.loads((out / 'ground_truth.json').read_text())
+    cam = sm.CameraModel()
+    frames = list(iter_messages(out / 'bag', ['/camera/out/image/compressed']))
+    assert len(frames) == 300
+    checked = 0
+    for m, gt in zip(frames, truth['frames'], strict=True):
+        assert m.msg.header.stamp.sec * 10**9 + m.msg.header.stamp.nanosec == gt['stamp_ns']
+        img, _enc = image_to_array(m.msg, m.msgtype)
+        visible = [o for o in gt['objects'] if o['ego_x'] - sm.CAMERA_POS[0] > 5.0]
+        if not visible:
+            continue
+        o = min(visible, key=lambda o: o['ego_x'])  # the nearest: nothing hides it
+        centre = np.array([[o['ego_x'], o['ego_y'], o['size'][2] * 0.45]])
+        ((u, v),) = cam.project(centre)[0]
+        if not (0 <= u < cam.width and 0 <= v < cam.height):
+            continue
+        pixel = img[int(v), int(u)].astype(np.float64)
+        colour = np.array(sm.CLASS_BGR[o['class']], np.float64)
+        cos = pixel @ colour / (np.linalg.norm(pixel) * np.linalg.norm(colour))
+        assert cos > 0.95, (gt['t'], o['id'], pixel, colour)
+        checked += 1
+    assert checked > 200
+
+
+def test_audio_carries_the_horn_at_its_time(cut_in: tuple[Path, dict]) -> None:  # type: ignore[type-arg]
+    out, _ = cut_in
+    chunks = [m.msg for m in iter_messages(out / 'bag', ['/microphone/out/audio'])]
+    samples = np.concatenate([c.samples for c in chunks]).astype(np.float64) / 32768
+    rate = chunks[0].sample_rate
+
+    def level(t0: float, t1: float, f: float) -> float:
+        seg = samples[int(t0 * rate) : int(t1 * rate)]
+        spec = np.abs(np.fft.rfft(seg * np.hanning(len(seg))))
+        freqs = np.fft.rfftfreq(len(seg), 1 / rate)
+        return float(spec[np.argmin(np.abs(freqs - f))] / len(seg))
+
+    horn = _scenario('cut_in')['audio_events'][0]
+    during = level(horn['at'] + 0.1, horn['at'] + 0.5, 420.0)
+    before = level(horn['at'] - 1.0, horn['at'] - 0.6, 420.0)
+    assert during > 30 * before
+    starts = [c.header.stamp.sec * 10**9 + c.header.stamp.nanosec - T0_NS for c in chunks]
+    assert starts == [round(k * 1024 / rate * 1e9) for k in range(len(chunks))]
+
+
+def test_same_seed_same_bytes_other_seed_other_bytes(tmp_path: Path) -> None:
+    sc = _scenario('stopped_car')
+    for name, seed in (('a', 3), ('b', 3), ('c', 4)):
+        generate(sc, 2.0, seed, tmp_path / name)
+    read = {n: (tmp_path / n / 'bag' / 'bag.mcap').read_bytes() for n in 'abc'}
+    assert read['a'] == read['b']
+    assert read['a'] != read['c']
+    assert (tmp_path / 'a' / 'ground_truth.json').read_bytes() == (
+        tmp_path / 'b' / 'ground_truth.json'
+    ).read_bytes()
+    img = cv2.imdecode(
+        np.frombuffer(
+            next(iter_messages(tmp_path / 'a' / 'bag', ['/camera/out/image/compressed'])).msg.data,
+            np.uint8,
+        ),
+        cv2.IMREAD_COLOR,
+    )
+    assert img.shape == (360, 640, 3)
+
+
+def test_raw_images_option_writes_sensor_msgs_image(tmp_path: Path) -> None:
+    generate(_scenario('cut_in'), 0.5, 0, tmp_path, raw_images=True)
+    frames = list(iter_messages(tmp_path / 'bag', ['/camera/out/image']))
+    assert len(frames) == 15
+    img, enc = image_to_array(frames[0].msg, frames[0].msgtype)
+    assert enc == 'bgr8' and img.shape == (360, 640, 3)
