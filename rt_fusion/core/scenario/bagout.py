@@ -112,12 +112,22 @@ class BagWriter:
 
     def write(self, topic: str, typename: str, log_ns: int, msg: Any) -> None:
         """Serialises (CDR) and writes one message."""
+        self.write_raw(topic, typename, log_ns, bytes(self.ts.serialize_cdr(msg, typename)))
+
+    def write_raw(self, topic: str, typename: str, log_ns: int, data: bytes) -> None:
+        """Writes one message already serialized (CDR with its encapsulation header).
+
+        Raises:
+            RtFusionError: the type is unknown to the typestore (its definition is needed).
+        """
         conn = self.conns.get(topic)
         if conn is None:
+            if typename not in self.ts.fielddefs:
+                raise RtFusionError(f'{topic}: type {typename} unknown to the bag writer')
             conn = self.conns[topic] = self.writer.add_connection(
                 topic, typename, typestore=self.ts
             )
-        self.writer.write(conn, log_ns, bytes(self.ts.serialize_cdr(msg, typename)))
+        self.writer.write(conn, log_ns, data)
         self.counts[topic] = self.counts.get(topic, 0) + 1
 
     def close(self) -> None:
