@@ -50,23 +50,51 @@ class ReplayParams:
         low=0.0,
     )
     qos_depth: int = param('publisher queue depth (reliable)', default=1000, low=1)
+    shm: tuple[str, ...] = param(
+        'image topics replayed into a shared-memory ring as the camera node does, each '
+        "'bagtopic->livebase' (sensor_msgs/Image or CompressedImage; descriptors on "
+        '<livebase>/shm)',
+        default=(),
+    )
+    shm_slots: int = param('slots of each replay ring', default=16, low=2, high=256)
+    stamp_from: tuple[str, ...] = param(
+        "header stamps taken from a trigger topic, each 'topic<-trigger' (the latest trigger "
+        'stamp at or before the message replaces its stamp; e.g. radar scans and their '
+        'hardware trigger)',
+        default=(),
+    )
 
     def check(self) -> None:
         """Cross-field rules."""
         parse_remaps(self.remap)
+        parse_remaps(self.shm, 'shm')
+        parse_pairs(self.stamp_from)
 
 
-def parse_remaps(remaps: tuple[str, ...]) -> dict[str, str]:
+def parse_remaps(remaps: tuple[str, ...], name: str = 'remap') -> dict[str, str]:
     """``('a->b', ...)`` as a mapping (``:=`` would not pass the ROS argument parser).
 
     Raises:
-        ParameterError: ``remap`` has an entry without ``->`` or with an empty side.
+        ParameterError: ``name`` has an entry without ``->`` or with an empty side.
     """
+    return _pairs(remaps, '->', name, 'from->to')
+
+
+def parse_pairs(entries: tuple[str, ...]) -> dict[str, str]:
+    """``stamp_from`` entries ``('topic<-trigger', ...)`` as {topic: trigger}.
+
+    Raises:
+        ParameterError: an entry without ``<-`` or with an empty side.
+    """
+    return _pairs(entries, '<-', 'stamp_from', 'topic<-trigger')
+
+
+def _pairs(entries: tuple[str, ...], sep_text: str, name: str, form: str) -> dict[str, str]:
     out: dict[str, str] = {}
-    for entry in remaps:
-        src, sep, dst = entry.partition('->')
+    for entry in entries:
+        src, sep, dst = entry.partition(sep_text)
         if not sep or not src.strip() or not dst.strip():
-            raise ParameterError('remap', remaps, f"entry {entry!r} is not 'from->to'")
+            raise ParameterError(name, entries, f"entry {entry!r} is not '{form}'")
         out[src.strip()] = dst.strip()
     return out
 

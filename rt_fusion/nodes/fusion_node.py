@@ -149,6 +149,7 @@ class FusionNode(node_utils.DeviceNode):
         self.model: Any = None
         self.pre: CpuPreprocessor | TorchPreprocessor | None = None
         self._target: Any = None
+        self._order = ''
         if p.backend != 'none':
             spec_path = resolve_share(p.model)
             try:
@@ -286,7 +287,10 @@ class FusionNode(node_utils.DeviceNode):
         if self.model is None:
             return None
         image = frame.array
-        if self.pre is None or self.pre.src_shape != tuple(image.shape):
+        # Channel order from the frame's encoding (cameras give bgr8 from OpenCV, rgb8 from Argus).
+        order = 'bgr' if frame.desc.encoding.startswith('bgr') else 'rgb'
+        if self.pre is None or self.pre.src_shape != tuple(image.shape) or order != self._order:
+            self._order = order
             assert self.spec.preprocessing is not None
             target = self.model.input(self.input_name)
             if str(getattr(self.model, 'device', 'cpu')).startswith('cuda'):
@@ -297,12 +301,12 @@ class FusionNode(node_utils.DeviceNode):
                     image.shape,
                     self.model.device,
                     out=target,
-                    src_order='rgb',
+                    src_order=order,
                     stream=self.model.stream,
                 )
                 self._target = None
             else:
-                self.pre = CpuPreprocessor(self.spec.preprocessing, image.shape, 'rgb')
+                self.pre = CpuPreprocessor(self.spec.preprocessing, image.shape, order)
                 self._target = target if isinstance(target, np.ndarray) else target.numpy()
         if isinstance(self.pre, TorchPreprocessor):
             self.pre(image)  # the copy from the slot has finished when this returns

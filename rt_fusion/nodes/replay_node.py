@@ -7,8 +7,12 @@ time for nodes with ``use_sim_time``. Pacing (:mod:`rt_fusion.core.replay`): ``r
 ``std_msgs/UInt64``; ``tools/topic_echo.py --ack`` gives one) or ``fast``. The node ends by itself
 when the bag is done (exit status 0) and logs what it sent.
 
-Not yet (issue 7): payload topics into the shared-memory rings (camera images from a bag as
-``ShmFrame`` descriptors), radar stamps from the trigger topic, looping.
+Image topics named in ``shm`` (``sensor_msgs/Image`` or JPEG/PNG ``CompressedImage``) go
+into a shared-memory ring exactly as ``camera_node`` does it: decoded into the next slot, the
+``ShmFrame`` descriptor on ``<livebase>/shm`` with the recorded stamp, so ``fusion_node`` reads
+them in place. ``stamp_from`` replaces the header stamps of a topic with the latest stamp of a
+trigger topic (the TI radar of the ``imu_radar_rio`` bag: scans stamped by their hardware
+trigger).
 """
 
 from __future__ import annotations
@@ -19,16 +23,22 @@ import time
 from pathlib import Path
 from typing import Any, ClassVar
 
+import cv2
+import numpy as np
 from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rclpy.serialization import deserialize_message, serialize_message
 from rclpy.task import Future
 from rosgraph_msgs.msg import Clock
 from std_msgs.msg import UInt64
 
 from rt_fusion.core.bag import BagError, iter_messages, open_reader
 from rt_fusion.core.errors import ParameterError
-from rt_fusion.core.replay import Pacer, ReplayParams, parse_remaps
+from rt_fusion.core.replay import Pacer, ReplayParams, parse_pairs, parse_remaps
 from rt_fusion.nodes import node_utils
-from rt_fusion.nodes.conversions import message_class, ns_to_time
+from rt_fusion.nodes.conversions import message_class, ns_to_time, time_to_ns
+from rt_fusion.nodes.shm_transport import ImageCodec, ShmPublisher
+
+IMAGE_TYPES = ('sensor_msgs/msg/Image', 'sensor_msgs/msg/CompressedImage')
 
 
 class ReplayNode(node_utils.DeviceNode):
@@ -46,6 +56,11 @@ class ReplayNode(node_utils.DeviceNode):
         self._acked = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self.shm_pubs: dict[str, ShmPublisher] = {}
+        # Per image topic: the frame id, stamp and encoding of the message decoded last.
+        self._frame_ids: dict[str, str] = {}
+        self._stamps: dict[str, int] = {}
+        self._encodings: dict[str, str] = {}
 
     def configure(self) -> None:
         """Opens the bag, checks the topics, creates a publisher per topic."""
@@ -59,13 +74,31 @@ class ReplayNode(node_utils.DeviceNode):
         except Exception as err:
             raise ParameterError('bag', p.bag, f'not a readable rosbag2: {err}') from err
         topics = list(p.topics) or sorted(types)
-        unknown = [t for t in topics if t not in types]
+        self.shm_map = parse_remaps(p.shm, 'shm')
+        self.stamp_map = parse_pairs(p.stamp_from)
+        wanted = {*topics, *self.shm_map, *self.stamp_map.values()}
+        unknown = sorted(t for t in wanted if t not in types)
         if unknown:
             raise ParameterError(
                 'topics', p.topics, f'not in the bag: {unknown} (it has {sorted(types)})'
             )
+        for topic in self.shm_map:
+            if types[topic] not in IMAGE_TYPES:
+                raise ParameterError('shm', p.shm, f'{topic} is {types[topic]}, not an image')
+        self.types = types
+        self.read_topics = sorted(wanted)
         qos = QoSProfile(depth=p.qos_depth, reliability=ReliabilityPolicy.RELIABLE)
+        for topic, base in self.shm_map.items():
+            first = self._image(topic, next(iter_messages(Path(p.bag), [topic], decode=False)).raw)
+            name = 'rt_fusion_replay_' + base.strip('/').replace('/', '_')
+            self.shm_pubs[topic] = ShmPublisher(
+                self, base, name, first.nbytes, p.shm_slots, frame_id=self._frame_ids[topic]
+            )
+        self.classes = {t: message_class(types[t]) for t in self.stamp_map}
+        self.last_trigger: dict[str, int] = {}
         for topic in topics:
+            if topic in self.shm_map:
+                continue
             try:
                 cls = message_class(types[topic])
             except (ImportError, AttributeError, ValueError) as err:
@@ -73,7 +106,7 @@ class ReplayNode(node_utils.DeviceNode):
                     'topics', topic, f'message type {types[topic]} is not installed: {err}'
                 ) from err
             self.pubs[topic] = self.create_publisher(cls, remaps.get(topic, topic), qos)
-        self.topics = topics
+        self.topics = [t for t in topics if t not in self.shm_map] + list(self.shm_map)
         self.clock_pub = self.create_publisher(Clock, '/clock', 10) if p.publish_clock else None
         if p.mode == 'lockstep':
             self.create_subscription(UInt64, p.ack_topic, lambda _m: self._acked.set(), qos)
@@ -92,6 +125,14 @@ class ReplayNode(node_utils.DeviceNode):
             self._thread.join(2.0)
             self._thread = None
 
+    def destroy_node(self) -> None:
+        """Stops playing, removes the replay rings, destroys the node."""
+        self.deactivate()
+        for pub in self.shm_pubs.values():
+            pub.close()
+        self.shm_pubs.clear()
+        super().destroy_node()
+
     def _play(self) -> None:
         p = self.params
         assert p is not None
@@ -99,9 +140,17 @@ class ReplayNode(node_utils.DeviceNode):
             return
         pacer = Pacer(p.rate)
         started = time.monotonic()
-        for m in iter_messages(Path(p.bag), self.topics, decode=False):
+        triggers = set(self.stamp_map.values())
+        published = set(self.topics)
+        for m in iter_messages(Path(p.bag), self.read_topics, decode=False):
             if self._stop.is_set():
                 return
+            if m.topic in triggers:
+                trig: Any = deserialize_message(m.raw, message_class(self.types[m.topic]))
+                trig_stamp = trig.stamp if hasattr(trig, 'stamp') else trig.header.stamp
+                self.last_trigger[m.topic] = time_to_ns(trig_stamp)
+                if m.topic not in published:
+                    continue
             if p.mode == 'realtime':
                 delay = (
                     pacer.due_ns(m.log_time_ns, time.monotonic_ns()) - time.monotonic_ns()
@@ -111,7 +160,17 @@ class ReplayNode(node_utils.DeviceNode):
             if self.clock_pub is not None:
                 self.clock_pub.publish(Clock(clock=ns_to_time(m.log_time_ns)))
             self._acked.clear()
-            self.pubs[m.topic].publish(m.raw)
+            raw = m.raw
+            if m.topic in self.stamp_map:
+                trigger = self.last_trigger.get(self.stamp_map[m.topic])
+                if trigger is not None:
+                    msg: Any = deserialize_message(raw, self.classes[m.topic])
+                    msg.header.stamp = ns_to_time(trigger)
+                    raw = serialize_message(msg)
+            if m.topic in self.shm_pubs:
+                self._publish_shm(m.topic, raw)
+            else:
+                self.pubs[m.topic].publish(raw)
             self.sent += 1
             if p.mode == 'lockstep' and not self._acked.wait(p.ack_timeout_s):
                 self.ack_timeouts += 1
@@ -126,6 +185,29 @@ class ReplayNode(node_utils.DeviceNode):
         print(f'REPLAYED {self.sent} ack_timeouts={self.ack_timeouts}', flush=True)
         if not self.finished.done():
             self.finished.set_result(self.sent)
+
+    def _image(self, topic: str, raw: bytes) -> Any:
+        """A bag image message as a BGR/RGB/mono array (its stamp and frame kept aside)."""
+        typename = self.types[topic]
+        msg: Any = deserialize_message(raw, message_class(typename))
+        self._frame_ids[topic] = msg.header.frame_id
+        self._stamps[topic] = time_to_ns(msg.header.stamp)
+        if typename == 'sensor_msgs/msg/CompressedImage':
+            image = cv2.imdecode(np.frombuffer(bytes(msg.data), np.uint8), cv2.IMREAD_COLOR)
+            if image is None:
+                raise ParameterError('shm', topic, f'cannot decode a {msg.format!r} image')
+            self._encodings[topic] = 'bgr8'
+            return image
+        array, desc = ImageCodec().from_msg(msg)
+        self._encodings[topic] = desc.encoding
+        return array
+
+    def _publish_shm(self, topic: str, raw: bytes) -> None:
+        image = self._image(topic, raw)
+        pub = self.shm_pubs[topic]
+        ws = pub.acquire(tuple(image.shape), image.dtype, self._encodings[topic])
+        ws.array[...] = image
+        pub.commit(ws, self._stamps[topic])
 
 
 def main(args: list[str] | None = None) -> int:

@@ -155,3 +155,102 @@ def test_a_generated_scenario_replays_in_lockstep_with_its_stamps(
     assert [m['measurement_counter'] for m in msgs] == list(range(len(radar)))
     assert any(m['objects'] for m in msgs)
     assert replay.read_until('REPLAYED ', 60)[1] == f'REPLAYED {len(radar)} ack_timeouts=0'
+
+
+def test_radar_scans_take_their_stamps_from_the_trigger_topic(procs: ProcGroup) -> None:
+    bag = shared_file(BAG).parent
+    scans = '/ti_mmwave/radar_scan_pcl'
+    want, last = [], None
+    for m in iter_messages(bag, [scans, TRIGGER]):  # log order: the latest trigger per scan
+        if m.topic == TRIGGER:
+            last = m.msg.stamp.sec * 10**9 + m.msg.stamp.nanosec
+        else:
+            stamp = m.msg.header.stamp.sec * 10**9 + m.msg.header.stamp.nanosec
+            want.append(last if last is not None else stamp)
+    assert len(want) == 412
+    echo = procs.echo(
+        scans,
+        'sensor_msgs/msg/PointCloud2',
+        '--count',
+        str(len(want)),
+        '--ack',
+        '/replay/ack',
+        '--timeout',
+        '120',
+    )
+    _replay(
+        procs,
+        '-p',
+        f'topics:=[{scans}]',
+        '-p',
+        f'stamp_from:=[{scans}<-{TRIGGER}]',
+        '-p',
+        'mode:=lockstep',
+        '-p',
+        'start_delay_s:=2.0',
+    )
+    msgs, summary = echo.messages(150)
+    assert summary['received'] == len(want)
+    assert [_ns(m) for m in msgs] == want
+    assert msgs[10]['width'] > 0  # the points themselves are untouched
+
+
+def test_generated_camera_frames_go_through_shared_memory(procs: ProcGroup, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import json  # noqa: PLC0415
+    import zlib  # noqa: PLC0415
+
+    import cv2  # noqa: PLC0415
+    import numpy as np  # noqa: PLC0415
+    import yaml  # noqa: PLC0415
+
+    from rt_fusion.core.scenario.generate import generate  # noqa: PLC0415
+    from tests.conftest import ROOT  # noqa: PLC0415
+
+    scenario = yaml.safe_load((ROOT / 'config' / 'scenarios' / 'stopped_car.yaml').read_text())
+    generate(scenario, 1.0, 0, tmp_path)
+    bag = tmp_path / 'bag'
+    topic = '/camera/out/image/compressed'
+    src = list(iter_messages(bag, [topic]))
+    ref = [
+        zlib.crc32(cv2.imdecode(np.frombuffer(m.msg.data, np.uint8), cv2.IMREAD_COLOR).data)
+        for m in src
+    ]
+    listener = procs.node(
+        'frame_probe_node',
+        '-p',
+        'role:=listener',
+        '-p',
+        f'count:={len(src)}',
+        '-p',
+        'echo:=true',
+        '-p',
+        'transport:=shm',
+        '-p',
+        'timeout_s:=60.0',
+        '-r',
+        '__node:=listener',
+        '-r',
+        '~/in/frames:=/camera/out/image',
+        name='listener',
+    )
+    _replay_generated = procs.node(
+        'replay_node',
+        '-r',
+        '__node:=replay',
+        '-p',
+        f'bag:={bag}',
+        '-p',
+        f'topics:=[{topic}]',
+        '-p',
+        f'shm:=[{topic}->/camera/out/image]',
+        '-p',
+        'start_delay_s:=3.0',
+    )
+    lines, summary = listener.summary(90)
+    frames = [json.loads(line) for line in lines]
+    assert summary['received'] == len(src) == 30
+    assert [f['crc32'] for f in frames] == ref  # decoded into the slots, bit-exact
+    stamps = [m.msg.header.stamp.sec * 10**9 + m.msg.header.stamp.nanosec for m in src]
+    assert [f['stamp_ns'] for f in frames] == stamps
+    assert frames[0]['shape'] == [360, 640, 3] and frames[0]['encoding'] == 'bgr8'
+    assert _replay_generated.wait(30) == 0
