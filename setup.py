@@ -46,6 +46,7 @@ TOOLS = {
     'rt_fusion_rt_check': 'rt_fusion_tools.rt_check:main',
     'rt_fusion_bench_planner': 'rt_fusion_tools.bench_planner:main',
     'rt_fusion_make_scenario': 'rt_fusion_tools.make_scenario:main',
+    'rt_fusion_record': 'rt_fusion_tools.record:main',
 }
 
 setup(

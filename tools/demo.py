@@ -188,6 +188,119 @@ def _recordings(data: Path) -> dict[str, Path]:
     return files
 
 
+def make_scenario_bag(args: argparse.Namespace) -> tuple[Path, float]:
+    """Generates the scenario (once per name/seconds/seed); returns its bag and ego speed."""
+    import json  # noqa: PLC0415
+
+    import yaml  # noqa: PLC0415
+
+    from rt_fusion.core.scenario.generate import generate  # noqa: PLC0415
+
+    path = Path(args.scenario)
+    if not path.suffix:
+        path = ROOT / 'config' / 'scenarios' / f'{args.scenario}.yaml'
+    if not path.exists():
+        raise SystemExit(
+            f'demo: no scenario {args.scenario!r} (see tools/make_scenario.py --list)'
+        )
+    scenario = yaml.safe_load(path.read_text())
+    out = args.out / 'scenario'
+    truth = out / 'ground_truth.json'
+    key = {'scenario': scenario.get('name'), 'seconds': args.seconds, 'seed': 0}
+    fresh = truth.exists() and all(
+        json.loads(truth.read_text()).get(k) == v for k, v in key.items()
+    )
+    if not fresh:
+        import shutil  # noqa: PLC0415
+
+        shutil.rmtree(out, ignore_errors=True)
+        report.console.print(
+            f'generating the {scenario.get("name")} scenario ({args.seconds:g} s)'
+        )
+        generate(scenario, args.seconds, 0, out)
+    return out / 'bag', float(scenario['ego'].get('speed', 0.0))
+
+
+def run_scenario_graph(
+    args: argparse.Namespace, bag: Path, ego_speed: float, env: dict[str, str], conventional: bool
+) -> Any:
+    """The same graph fed by replay_node from a generated scenario bag: camera frames into a
+    shared-memory ring as camera_node does, radar objects and IMU as their nodes publish them,
+    every stamp moved onto the host clock as the replay runs (``restamp``)."""
+    from rich.progress import Progress  # noqa: PLC0415
+
+    graph = Graph(args.out / 'logs' / ('conventional' if conventional else 'rt_fusion'), env)
+    probe = Probe()
+    try:
+        fusion_in = (
+            '-r',
+            '~/in/camera:=/camera/out/image',
+            '-r',
+            '~/in/imu:=/imu/out/imu',
+            '-r',
+            '~/in/radar:=/radar/out/objects',
+        )
+        transport = (
+            ('-p', 'camera_transport:=ros', '-p', 'camera_fast_path:=false')
+            if conventional
+            else ()
+        )
+        engine = ('-p', f'backend:={args.backend}', '-p', f'device:={args.device}')
+        speed = ('-p', f'fusion.ego_speed_mps:={ego_speed}')
+        graph.node('fusion', 'fusion_node', *fusion_in, *transport, *engine, *speed)
+        rt = ['-p', 'rt.rt_priority:=50'] if os.geteuid() == 0 else []
+        graph.node(
+            'planner',
+            'trajectory_node',
+            '-r',
+            '~/in/objects:=/fusion/out/objects',
+            '-r',
+            '~/in/odometry:=/fusion/out/odometry',
+            *rt,
+        )
+        probe.wait_for_publishers(
+            ('/fusion/out/objects', '/planner/out/trajectory'),
+            timeout_s=120.0,
+            failed=graph.failed,
+        )
+        camera = '/camera/out/image/compressed'
+        replay = graph.node(
+            'replay',
+            'replay_node',
+            '-p',
+            f'bag:={bag}',
+            '-p',
+            f'topics:=[/imu/out/imu, /radar/out/objects, {camera}]',
+            '-p',
+            f'shm:=[{camera}->/camera/out/image]',
+            '-p',
+            'restamp:=true',
+            '-p',
+            'publish_clock:=false',
+            '-p',
+            'wait_subscribers_s:=30.0',
+            '-p',
+            'start_delay_s:=1.0',
+        )
+        total = args.seconds + 2.0 + args.settle
+        with Progress(transient=False, console=report.console) as progress:
+            what = 'conventional: Image over rclpy' if conventional else 'rt_fusion: shm'
+            task = progress.add_task(f'{what}, {args.frames} frames', total=args.frames)
+            start = time.monotonic()
+            while replay.poll() is None and time.monotonic() - start < total + 60:
+                probe.spin(0.2)
+                progress.update(task, completed=len(probe.objects['fusion']))
+                if graph.failed():
+                    break
+            probe.spin(args.settle)
+            progress.update(task, completed=len(probe.objects['fusion']))
+        failed = graph.failed()
+    finally:
+        graph.stop()
+        probe.close()
+    return probe, failed, graph
+
+
 def run_graph(
     args: argparse.Namespace, files: dict[str, Path], env: dict[str, str], conventional: bool
 ) -> Any:
@@ -313,9 +426,14 @@ def stage_table(samples: dict[str, dict[str, list[int]]], args: argparse.Namespa
     """Per stage: rt_fusion and conventional P50 / P99 / max [ms] and the P99 ratio."""
     from rich.table import Table  # noqa: PLC0415
 
+    source = (
+        f'scenario {args.scenario}'
+        if args.source == 'scenario'
+        else 'recordings: dash-cam, ARS408, Xsens'
+    )
     table = Table(
-        title=f'rt_fusion demo: {args.frames} frames, camera + ARS408 radar + Xsens '
-        f'IMU → fusion ({args.backend} on {args.device}) → planner; latency [ms]',
+        title=f'rt_fusion demo ({source}): {args.frames} frames, camera + radar + IMU → '
+        f'fusion ({args.backend} on {args.device}) → planner; latency [ms]',
         title_justify='left',
     )
     table.add_column('stage')
@@ -394,7 +512,21 @@ def main(argv: list[str] | None = None) -> int:
         help='folder of the recordings',
     )
     parser.add_argument(
-        '--frames', type=int, default=200, help='camera frames (the video has 221 at 25 fps)'
+        '--source',
+        choices=('scenario', 'recordings'),
+        default='scenario',
+        help='scenario: a generated scenario replayed by replay_node (needs nothing outside the '
+        'repository); recordings: the real recordings of --data through the sensor nodes',
+    )
+    parser.add_argument(
+        '--scenario', default='cut_in', help='built-in scenario name or YAML path (scenario)'
+    )
+    parser.add_argument('--seconds', type=float, default=10.0, help='scenario length (scenario)')
+    parser.add_argument(
+        '--frames',
+        type=int,
+        default=200,
+        help='camera frames (recordings; the video has 221 at 25 fps)',
     )
     parser.add_argument(
         '--no-compare',
@@ -419,7 +551,6 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument('--out', type=Path, default=ROOT / 'results' / 'demo')
     args = parser.parse_args(argv)
-    files = _recordings(args.data)
     env = dict(
         os.environ,
         ROS_DOMAIN_ID=os.environ.get('ROS_DOMAIN_ID', '42'),
@@ -430,7 +561,16 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     phases = {'rt_fusion': False, 'conventional': True} if args.compare else {'rt_fusion': False}
-    runs = {name: run_graph(args, files, env, conv) for name, conv in phases.items()}
+    if args.source == 'recordings':
+        files = _recordings(args.data)
+        runs = {name: run_graph(args, files, env, conv) for name, conv in phases.items()}
+    else:
+        bag, ego_speed = make_scenario_bag(args)
+        args.frames = int(args.seconds * 30)
+        runs = {
+            name: run_scenario_graph(args, bag, ego_speed, env, conv)
+            for name, conv in phases.items()
+        }
     elapsed = time.monotonic() - started
 
     samples: dict[str, dict[str, list[int]]] = {}

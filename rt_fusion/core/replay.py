@@ -56,6 +56,18 @@ class ReplayParams:
         '<livebase>/shm)',
         default=(),
     )
+    wait_subscribers_s: float = param(
+        'wait up to this long until every replayed topic has a subscriber (0: do not wait), '
+        'then start_delay_s',
+        unit='s',
+        default=0.0,
+        low=0.0,
+    )
+    restamp: bool = param(
+        'move header stamps onto the host clock (the first message anchors the recorded timeline '
+        'at the time it is replayed): the graph then measures live latency',
+        default=False,
+    )
     shm_slots: int = param('slots of each replay ring', default=16, low=2, high=256)
     stamp_from: tuple[str, ...] = param(
         "header stamps taken from a trigger topic, each 'topic<-trigger' (the latest trigger "
@@ -113,3 +125,23 @@ class Pacer:
         if self._first_log_ns is None:
             self._first_log_ns, self._start_ns = log_time_ns, now_ns
         return self._start_ns + int((log_time_ns - self._first_log_ns) / self.rate)
+
+
+class Restamper:
+    """Recorded stamps onto the host (wall-clock) timeline: the first message's log time is
+    anchored at the host time it is replayed, and stamps keep their offsets (scaled by rate)."""
+
+    def __init__(self, rate: float) -> None:
+        self.rate = rate
+        self._anchor: tuple[int, int] | None = None
+
+    def anchor(self, log_time_ns: int, host_ns: int) -> None:
+        """Sets the anchor once (later calls do nothing)."""
+        if self._anchor is None:
+            self._anchor = (log_time_ns, host_ns)
+
+    def __call__(self, stamp_ns: int) -> int:
+        """The host-time stamp of a recorded stamp (after :meth:`anchor`)."""
+        assert self._anchor is not None
+        log0, host0 = self._anchor
+        return host0 + int((stamp_ns - log0) / self.rate)

@@ -33,7 +33,7 @@ from std_msgs.msg import UInt64
 
 from rt_fusion.core.bag import BagError, iter_messages, open_reader
 from rt_fusion.core.errors import ParameterError
-from rt_fusion.core.replay import Pacer, ReplayParams, parse_pairs, parse_remaps
+from rt_fusion.core.replay import Pacer, ReplayParams, Restamper, parse_pairs, parse_remaps
 from rt_fusion.nodes import node_utils
 from rt_fusion.nodes.conversions import message_class, ns_to_time, time_to_ns
 from rt_fusion.nodes.shm_transport import ImageCodec, ShmPublisher
@@ -94,7 +94,7 @@ class ReplayNode(node_utils.DeviceNode):
             self.shm_pubs[topic] = ShmPublisher(
                 self, base, name, first.nbytes, p.shm_slots, frame_id=self._frame_ids[topic]
             )
-        self.classes = {t: message_class(types[t]) for t in self.stamp_map}
+        self.classes = {t: message_class(types[t]) for t in wanted}
         self.last_trigger: dict[str, int] = {}
         for topic in topics:
             if topic in self.shm_map:
@@ -136,9 +136,20 @@ class ReplayNode(node_utils.DeviceNode):
     def _play(self) -> None:
         p = self.params
         assert p is not None
+        if p.wait_subscribers_s > 0:
+            end = time.monotonic() + p.wait_subscribers_s
+            counts = [pub.get_subscription_count for pub in self.pubs.values()]
+            counts += [sp.subscriber_count for sp in self.shm_pubs.values()]
+            while any(count() == 0 for count in counts):
+                if time.monotonic() > end:
+                    self.get_logger().warning('not every topic has a subscriber: starting anyway')
+                    break
+                if self._stop.wait(0.05):  # paced: discovery
+                    return
         if self._stop.wait(p.start_delay_s):
             return
         pacer = Pacer(p.rate)
+        restamp = Restamper(p.rate if p.mode == 'realtime' else 1.0)
         started = time.monotonic()
         triggers = set(self.stamp_map.values())
         published = set(self.topics)
@@ -160,15 +171,21 @@ class ReplayNode(node_utils.DeviceNode):
             if self.clock_pub is not None:
                 self.clock_pub.publish(Clock(clock=ns_to_time(m.log_time_ns)))
             self._acked.clear()
+            restamp.anchor(m.log_time_ns, time.time_ns())
             raw = m.raw
-            if m.topic in self.stamp_map:
-                trigger = self.last_trigger.get(self.stamp_map[m.topic])
-                if trigger is not None:
-                    msg: Any = deserialize_message(raw, self.classes[m.topic])
-                    msg.header.stamp = ns_to_time(trigger)
-                    raw = serialize_message(msg)
+            trigger = (
+                self.last_trigger.get(self.stamp_map[m.topic])
+                if m.topic in self.stamp_map
+                else None
+            )
+            if (trigger is not None or p.restamp) and m.topic not in self.shm_pubs:
+                msg: Any = deserialize_message(raw, self.classes[m.topic])
+                header = msg if not hasattr(msg, 'header') else msg.header
+                stamp = trigger if trigger is not None else time_to_ns(header.stamp)
+                header.stamp = ns_to_time(restamp(stamp) if p.restamp else stamp)
+                raw = serialize_message(msg)
             if m.topic in self.shm_pubs:
-                self._publish_shm(m.topic, raw)
+                self._publish_shm(m.topic, raw, restamp if p.restamp else None)
             else:
                 self.pubs[m.topic].publish(raw)
             self.sent += 1
@@ -202,12 +219,13 @@ class ReplayNode(node_utils.DeviceNode):
         self._encodings[topic] = desc.encoding
         return array
 
-    def _publish_shm(self, topic: str, raw: bytes) -> None:
+    def _publish_shm(self, topic: str, raw: bytes, restamp: Restamper | None) -> None:
         image = self._image(topic, raw)
         pub = self.shm_pubs[topic]
         ws = pub.acquire(tuple(image.shape), image.dtype, self._encodings[topic])
         ws.array[...] = image
-        pub.commit(ws, self._stamps[topic])
+        stamp = self._stamps[topic]
+        pub.commit(ws, restamp(stamp) if restamp is not None else stamp)
 
 
 def main(args: list[str] | None = None) -> int:

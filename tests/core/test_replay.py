@@ -31,3 +31,18 @@ def test_params_need_a_bag_and_a_known_mode() -> None:
         params.build(ReplayParams, {'bag': 'x', 'mode': 'backwards'})
     p = params.build(ReplayParams, {'bag': 'x', 'remap': ['/a->/b']})
     assert p.mode == 'realtime' and p.remap == ('/a->/b',)
+
+
+def test_restamper_keeps_offsets_on_the_host_timeline() -> None:
+    from rt_fusion.core.replay import Restamper  # noqa: PLC0415
+
+    r = Restamper(rate=1.0)
+    # First message logged at 1,000 s (stamp 0.012 s earlier: its sensor delay), replayed at
+    # host time 5,000 s.
+    r.anchor(1_000 * 10**9, 5_000 * 10**9)
+    r.anchor(1_001 * 10**9, 9_999 * 10**9)  # later anchors change nothing
+    assert r(1_000 * 10**9 - 12_000_000) == 5_000 * 10**9 - 12_000_000
+    assert r(1_002 * 10**9) == 5_002 * 10**9
+    fast = Restamper(rate=2.0)
+    fast.anchor(0, 100)
+    assert fast(10) == 105
