@@ -118,6 +118,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         '--raw-images', action='store_true', help='sensor_msgs/Image instead of JPEG'
     )
+    parser.add_argument('--storage', choices=('mcap', 'sqlite3'), default='mcap')
+    parser.add_argument(
+        '--clips',
+        type=Path,
+        default=ROOT.parent / 'shared' / 'data' / 'audio',
+        help='folder of the WAV files that clip audio events name (default ../shared/data/audio)',
+    )
     parser.add_argument('--list', action='store_true', help='list the built-in scenarios')
     args = parser.parse_args(argv)
     if args.list:
@@ -142,6 +149,8 @@ def main(argv: list[str] | None = None) -> int:
                 args.seed,
                 args.out,
                 raw_images=args.raw_images,
+                storage=args.storage,
+                clips_dir=args.clips,
                 progress=lambda t: progress.update(task, completed=min(t, args.seconds)),
             )
             progress.update(task, completed=args.seconds)

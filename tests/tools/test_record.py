@@ -50,7 +50,9 @@ def _replay(procs: ProcGroup, bag: Path, topics: list[str], *params: str) -> obj
         '-p',
         'qos_depth:=5000',
         '-p',
-        'start_delay_s:=2.0',
+        'wait_subscribers_s:=30.0',
+        '-p',
+        'start_delay_s:=1.0',
         *params,
     )
 

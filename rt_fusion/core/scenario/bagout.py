@@ -99,13 +99,16 @@ def header(ts: Any, ns: int, frame_id: str) -> Any:
 class BagWriter:
     """A rosbag2 MCAP bag: ``write(topic, typename, log_ns, msg)``; close() finishes it."""
 
-    def __init__(self, path: Path, ts: Any) -> None:
+    def __init__(self, path: Path, ts: Any, storage: str = 'mcap') -> None:
         from rosbags.rosbag2 import StoragePlugin, Writer  # noqa: PLC0415
 
         if path.exists():
             raise RtFusionError(f'{path} exists: the bag writer does not overwrite')
+        plugins = {'mcap': StoragePlugin.MCAP, 'sqlite3': StoragePlugin.SQLITE3}
+        if storage not in plugins:
+            raise RtFusionError(f'storage {storage!r} is not one of {sorted(plugins)}')
         self.ts = ts
-        self.writer = Writer(path, version=9, storage_plugin=StoragePlugin.MCAP)
+        self.writer = Writer(path, version=9, storage_plugin=plugins[storage])
         self.writer.open()
         self.conns: dict[str, Any] = {}
         self.counts: dict[str, int] = {}

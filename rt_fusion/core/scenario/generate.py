@@ -4,8 +4,10 @@ Topics (as the nodes publish them): ``/camera/out/image/compressed`` (sensor_msg
 JPEG; or ``/camera/out/image`` sensor_msgs/Image bgr8 with ``raw_images``),
 ``/camera/out/camera_info``, ``/radar/out/objects`` (rt_fusion_msgs/RadarObjects, ~13.6 Hz),
 ``/imu/out/imu`` (200 Hz), ``/microphone/out/audio`` (rt_fusion_msgs/AudioChunk, 1024 samples
-inline at 48 kHz), and the truth: ``/scenario/truth/objects`` (rt_fusion_msgs/ObjectArray in
-base_link at the camera times) and ``/scenario/truth/odometry`` (nav_msgs/Odometry, 50 Hz).
+inline at 48 kHz), ``/scenario/imu/device_time`` (std_msgs/Header: the IMU's own clock for each
+sample, 40 ppm fast, for clock-mapping tests), and the truth: ``/scenario/truth/objects``
+(rt_fusion_msgs/ObjectArray in base_link at the camera times) and ``/scenario/truth/odometry``
+(nav_msgs/Odometry, 50 Hz).
 
 Stamps are the sensor times on a fixed host timeline starting at ``T0_NS``; each message is logged
 a fixed transport delay later. Every sensor draws from its own generator seeded by
@@ -35,6 +37,15 @@ DELAY_NS = {'camera': 12_000_000, 'radar': 4_000_000, 'imu': 1_000_000, 'audio':
 OBJECT_CLASS = {'car': 1, 'truck': 2, 'pedestrian': 3, 'bicycle': 4, 'static': 6}
 
 Item = tuple[int, int, str, str, Any]  # log_ns, tie-break, topic, type, message
+IMU_DEVICE_TOPIC = '/scenario/imu/device_time'
+IMU_CLOCK_SKEW_PPM = 40.0  # the IMU's oscillator runs this much fast
+IMU_CLOCK_OFFSET_NS = 1_234_500_000_000  # its counter started long before the host timeline
+
+
+def imu_device_ns(t: float) -> int:
+    """The IMU's own clock at scenario time t: offset, skew, 100 µs resolution."""
+    ns = IMU_CLOCK_OFFSET_NS + t * 1e9 * (1 + IMU_CLOCK_SKEW_PPM * 1e-6)
+    return int(ns // 100_000) * 100_000
 
 
 def _ns(t: float) -> int:
@@ -155,10 +166,21 @@ def _imu(ts: Any, world: World, seed: int, model: sm.ImuModel) -> Iterator[Item]
             linear_acceleration_covariance=np.diag([model.accel_std**2] * 3).reshape(-1),
         )
         yield _ns(t) + DELAY_NS['imu'], 0, '/imu/out/imu', 'sensor_msgs/msg/Imu', msg
+        # The IMU's own clock (SampleTimeFine-like, 100 µs ticks) drifting against the host.
+        dev = imu_device_ns(t)
+        dev_msg = make(
+            ts,
+            'std_msgs/msg/Header',
+            stamp=make(ts, 'builtin_interfaces/msg/Time', sec=dev // 10**9, nanosec=dev % 10**9),
+            frame_id='imu',
+        )
+        yield _ns(t) + DELAY_NS['imu'], 1, IMU_DEVICE_TOPIC, 'std_msgs/msg/Header', dev_msg
 
 
-def _audio(ts: Any, world: World, seed: int, model: sm.AudioModel) -> Iterator[Item]:
-    synth = sm.AudioSynth(model, world, np.random.default_rng([seed, 4]))
+def _audio(
+    ts: Any, world: World, seed: int, model: sm.AudioModel, clips_dir: Path | None
+) -> Iterator[Item]:
+    synth = sm.AudioSynth(model, world, np.random.default_rng([seed, 4]), clips_dir)
     n = model.block
     for k in range(int(world.seconds * model.rate_hz) // n):
         first = synth.next_sample
@@ -294,22 +316,25 @@ def generate(
     out: Path,
     *,
     raw_images: bool = False,
+    storage: str = 'mcap',
+    clips_dir: Path | None = None,
     progress: Callable[[float], None] | None = None,
 ) -> dict[str, Any]:
-    """Writes ``out/bag`` (rosbag2 MCAP), ``out/ground_truth.json`` and ``out/camera_info.yaml``;
-    returns a summary. ``progress`` gets the simulated time written so far."""
+    """Writes ``out/bag`` (rosbag2, ``storage`` mcap or sqlite3), ``out/ground_truth.json`` and
+    ``out/camera_info.yaml``; returns a summary. ``clips_dir`` holds the WAV files that ``clip``
+    audio events name; ``progress`` gets the simulated time written so far."""
     import yaml  # noqa: PLC0415
 
     world = build_world(scenario, seconds)
     ts = typestore()
     cam = sm.CameraModel()
     out.mkdir(parents=True, exist_ok=True)
-    writer = BagWriter(out / 'bag', ts)
+    writer = BagWriter(out / 'bag', ts, storage)
     streams = [
         _camera(ts, world, seed, raw_images, cam),
         _radar(ts, world, seed, sm.RadarModel()),
         _imu(ts, world, seed, sm.ImuModel()),
-        _audio(ts, world, seed, sm.AudioModel()),
+        _audio(ts, world, seed, sm.AudioModel(), clips_dir),
         _truth(ts, world),
     ]
     try:

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from pathlib import Path
 from typing import Any
 
 import cv2
 import numpy as np
 import numpy.typing as npt
 
-from rt_fusion.core.scenario.world import Track, World, ego_frame
+from rt_fusion.core.scenario.world import ScenarioError, Track, World, ego_frame
 
 CAMERA_POS = (1.8, 0.0, 1.4)
 RADAR_POS = (3.6, 0.0, 0.5)
@@ -296,13 +297,50 @@ class AudioModel:
     source_dbfs_at_10m: float = -12.0
 
 
+def load_clip(clips_dir: Path | None, name: str, rate_hz: int) -> npt.NDArray[np.float64]:
+    """A WAV clip as mono float samples at ``rate_hz`` (resampled, channels averaged).
+
+    Raises:
+        ScenarioError: the clip is not there (clips come from ../shared/data/audio: not in the
+            repository).
+    """
+    import wave  # noqa: PLC0415
+    from math import gcd  # noqa: PLC0415
+
+    from scipy.signal import resample_poly  # noqa: PLC0415
+
+    path = (clips_dir / name) if clips_dir is not None else None
+    if path is None or not path.is_file():
+        raise ScenarioError(f'audio clip {name!r} not found in {clips_dir} (pass its folder)')
+    with wave.open(str(path)) as w:
+        if w.getsampwidth() != 2:
+            raise ScenarioError(f'audio clip {name!r}: only 16-bit PCM WAV is read')
+        rate, channels = w.getframerate(), w.getnchannels()
+        pcm = np.frombuffer(w.readframes(w.getnframes()), '<i2').reshape(-1, channels)
+    mono = pcm.astype(np.float64).mean(axis=1) / 32768
+    g = gcd(rate_hz, rate)
+    out: npt.NDArray[np.float64] = resample_poly(mono, rate_hz // g, rate // g)
+    return out
+
+
 class AudioSynth:
     """Blocks of int16 samples in order (the road noise filter keeps its state across blocks)."""
 
-    def __init__(self, model: AudioModel, world: World, rng: np.random.Generator) -> None:
+    def __init__(
+        self,
+        model: AudioModel,
+        world: World,
+        rng: np.random.Generator,
+        clips_dir: Path | None = None,
+    ) -> None:
         self.model, self.world, self.rng = model, world, rng
         self._zi = np.zeros(1)
         self.next_sample = 0
+        self.clips = {
+            str(ev['file']): load_clip(clips_dir, str(ev['file']), model.rate_hz)
+            for ev in world.audio_events
+            if ev['kind'] == 'clip'
+        }
 
     def block(self) -> npt.NDArray[np.int16]:
         """The next ``model.block`` samples."""
@@ -331,7 +369,12 @@ class AudioSynth:
                 dist = max(2.0, math.hypot(a['x'] - ego['x'], a['y'] - ego['y']))
             amp = 10 ** (model.source_dbfs_at_10m / 20) * min(10.0 / dist, 5.0)
             tt = t - start
-            if ev['kind'] == 'horn':  # two-tone horn with harmonics
+            sig: Any
+            if ev['kind'] == 'clip':  # a real recording, from its start, looped
+                clip = self.clips[str(ev['file'])]
+                idx = np.round(tt * model.rate_hz).astype(np.int64) % len(clip)
+                sig = clip[idx] / max(float(np.sqrt(np.mean(clip**2))), 1e-9) * 0.5
+            elif ev['kind'] == 'horn':  # two-tone horn with harmonics
                 sig = (
                     sum(
                         np.sin(2 * np.pi * f * h * tt) / h

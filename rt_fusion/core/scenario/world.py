@@ -221,8 +221,10 @@ def build_world(scenario: dict[str, Any], seconds: float) -> World:
     ]
     events = list(scenario.get('audio_events', []))
     for k, ev in enumerate(events):
-        if ev.get('kind') not in ('horn', 'siren'):
-            raise ScenarioError(f'audio_events[{k}]: kind must be horn or siren')
+        if ev.get('kind') not in ('horn', 'siren', 'clip'):
+            raise ScenarioError(f'audio_events[{k}]: kind must be horn, siren or clip')
+        if ev['kind'] == 'clip' and 'file' not in ev:
+            raise ScenarioError(f"audio_events[{k}]: a clip needs 'file' (a WAV name)")
     for a in actors:
         if a.siren:
             events.append({'kind': 'siren', 'at': 0.0, 'duration': seconds, 'source': a.id})

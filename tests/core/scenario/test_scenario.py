@@ -201,3 +201,50 @@ def test_raw_images_option_writes_sensor_msgs_image(tmp_path: Path) -> None:
     assert len(frames) == 15
     img, enc = image_to_array(frames[0].msg, frames[0].msgtype)
     assert enc == 'bgr8' and img.shape == (360, 640, 3)
+
+
+def test_the_imu_clock_maps_back_onto_the_host_timeline(cut_in: tuple[Path, dict]) -> None:  # type: ignore[type-arg]
+    from rt_fusion.core.clock import ClockMapper, ClockParams  # noqa: PLC0415
+    from rt_fusion.core.scenario.generate import IMU_CLOCK_SKEW_PPM, IMU_DEVICE_TOPIC  # noqa: PLC0415
+
+    out, _ = cut_in
+    dev = list(iter_messages(out / 'bag', [IMU_DEVICE_TOPIC]))
+    imu = [m.msg for m in iter_messages(out / 'bag', ['/imu/out/imu'])]
+    assert len(dev) == len(imu) == 2000
+    mapper = ClockMapper(ClockParams(tick_ns=100_000, window_s=20.0, lock_span_s=2.0))
+    errors = []
+    for m, sample in zip(dev, imu, strict=True):
+        ticks = (m.msg.stamp.sec * 10**9 + m.msg.stamp.nanosec) // 100_000
+        hw = mapper.update(ticks, m.log_time_ns)  # (device time, host receive time)
+        if mapper.locked:
+            true = sample.header.stamp.sec * 10**9 + sample.header.stamp.nanosec
+            errors.append(mapper.to_host(hw) - true)
+    state = mapper.state()
+    assert state.locked
+    assert state.skew_ppm == pytest.approx(IMU_CLOCK_SKEW_PPM, abs=3.0)
+    # The mapping lands on the sample time plus the constant 1 ms delivery delay (the minimum
+    # delay is all a one-way mapping can see), within the 100 µs tick.
+    assert len(errors) > 1000
+    assert np.abs(np.array(errors) - 1_000_000).max() < 150_000
+
+
+def test_sqlite3_storage_is_readable_too(tmp_path: Path) -> None:
+    generate(_scenario('cut_in'), 0.5, 0, tmp_path, storage='sqlite3')
+    assert list((tmp_path / 'bag').glob('*.db3'))
+    assert len(list(iter_messages(tmp_path / 'bag', ['/imu/out/imu']))) == 100
+
+
+def test_real_clips_mix_in_when_present(tmp_path: Path) -> None:
+    from tests.conftest import shared_file  # noqa: PLC0415
+
+    clips = shared_file('audio/car-horn.wav').parent  # skips without the recordings
+    sc = _scenario('stopped_car') | {
+        'audio_events': [{'kind': 'clip', 'file': 'car-horn.wav', 'at': 1.0, 'duration': 1.0}]
+    }
+    generate(sc, 2.5, 0, tmp_path, clips_dir=clips)
+    chunks = [m.msg for m in iter_messages(tmp_path / 'bag', ['/microphone/out/audio'])]
+    x = np.concatenate([c.samples for c in chunks]).astype(np.float64) / 32768
+    rms = lambda a, b: float(np.sqrt(np.mean(x[int(a * 48_000) : int(b * 48_000)] ** 2)))  # noqa: E731
+    assert rms(1.1, 1.9) > 5 * rms(0.1, 0.9)
+    with pytest.raises(ScenarioError, match=r"car-horn\.wav' not found"):
+        generate(sc, 1.0, 0, tmp_path / 'again', clips_dir=tmp_path)
