@@ -31,6 +31,7 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rclpy.serialization import serialize_message
 from rclpy.signals import SignalHandlerOptions
 from sensor_msgs.msg import Image
+from std_msgs.msg import UInt64
 
 from rt_fusion.core.scenario.bagout import BagWriter, typestore
 from rt_fusion.nodes.conversions import message_class
@@ -70,6 +71,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--duration', type=float, default=0.0, help='stop after this long [s]')
     parser.add_argument('--discover-s', type=float, default=10.0)
     parser.add_argument('--depth', type=int, default=1000, help='subscription queue depth')
+    parser.add_argument(
+        '--ack',
+        metavar='TOPIC',
+        help='after each message written, publish std_msgs/UInt64 (the count) here: '
+        'replay_node mode:=lockstep ack_topic:=TOPIC then paces itself on the recorder',
+    )
     args = parser.parse_args(argv)
     if args.out.exists():
         parser.error(f'{args.out} exists: choose a new folder')
@@ -97,6 +104,12 @@ def main(argv: list[str] | None = None) -> int:
     writer = BagWriter(args.out, typestore())
     lock = threading.Lock()
     qos = QoSProfile(depth=args.depth, reliability=ReliabilityPolicy.RELIABLE)
+    ack_pub = node.create_publisher(UInt64, args.ack, qos) if args.ack else None
+
+    def written() -> None:
+        if ack_pub is not None:
+            ack_pub.publish(UInt64(data=sum(writer.counts.values())))
+
     keep: list[Any] = []
     for topic, typename in types.items():
         if typename == SHM_TYPE:
@@ -109,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
                 data = serialize_message(msg)
                 with lock:
                     writer.write_raw(topic, IMAGE_TYPE, time.time_ns(), data)
+                written()
 
             keep.append(ShmSubscription(node, topic, on_frame, transport='shm', depth=args.depth))
             continue
@@ -116,6 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         def on_raw(data: bytes, topic: str = topic, typename: str = typename) -> None:
             with lock:
                 writer.write_raw(topic, typename, time.time_ns(), data)
+            written()
 
         keep.append(
             node.create_subscription(message_class(typename), topic, on_raw, qos, raw=True)

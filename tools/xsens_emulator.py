@@ -192,8 +192,9 @@ class Device:
                     / 1e9
                     / self.args.speed
                 )
-                if time.monotonic() < due:
-                    time.sleep(min(0.002, due - time.monotonic()))  # paced: the sample clock
+                wait = due - time.monotonic()
+                if wait > 0:
+                    time.sleep(min(0.002, wait))  # paced: the sample clock
                     continue
             msg = self.mtdata2(self.index)
             if self.args.garbage_every and self.sent and self.sent % self.args.garbage_every == 0:
