@@ -101,6 +101,7 @@ class TorchBackend(Backend):
 
         self._inputs = {t.name: buffer(t.shape, t.np_dtype) for t in spec.inputs}
         self._outputs: dict[str, Any] = {}
+        self._host_out: dict[str, Any] = {}  # page-locked output copies (run_to_host)
         self.graph = None
         self._use_graph = cuda_graph and self.stream is not None
         self._check_outputs()
@@ -185,6 +186,31 @@ class TorchBackend(Backend):
             return outputs
 
         return RunHandle(event.query, wait)
+
+    def run_to_host(self, name: str) -> Any:
+        """Runs and returns output ``name`` as a numpy array (float32) with one wait: on CUDA
+        the copy into a page-locked host buffer is queued on the stream behind the graph, so the
+        whole frame costs a single synchronisation and no allocation."""
+        torch = self.torch
+        if self.stream is None:
+            return self.run()[name].float().numpy()
+        host = self._host_out.get(name)
+        with torch.cuda.stream(self.stream):
+            if self.graph is not None:
+                self.graph.replay()
+            else:
+                self._outputs = self._forward()
+            out = self._outputs[name]
+            if host is None:
+                host = self._host_out[name] = torch.empty(
+                    out.shape, dtype=out.dtype, pin_memory=True
+                )
+            host.copy_(out, non_blocking=True)
+            event = torch.cuda.Event()
+            event.record(self.stream)
+        event.synchronize()
+        self.runs += 1
+        return host.numpy().astype(np.float32, copy=False)
 
     def run(self) -> dict[str, Any]:
         """Runs synchronously (graph replay + wait on CUDA)."""

@@ -49,6 +49,7 @@ from rt_fusion.core.latency import LatencyRecorder
 from rt_fusion.core.params import param
 from rt_fusion.core.sync import AlignedFrame, Aligner, SyncParams
 from rt_fusion.inference import backend as backends
+from rt_fusion.inference import pinned
 from rt_fusion.inference.preprocess import CpuPreprocessor, TorchPreprocessor
 from rt_fusion.inference.spec import ModelError, load_spec
 from rt_fusion.nodes import node_utils
@@ -123,9 +124,15 @@ class FusionNode(node_utils.DeviceNode):
         self._worker: threading.Thread | None = None
         self.latency = LatencyRecorder(1_000_000)
         self.infer_ns = LatencyRecorder(1_000_000)
+        # Where a frame's time goes after inference: fusion, message building, the two publishes.
+        self.stage_ns = {
+            name: LatencyRecorder(100_000) for name in ('fuse', 'messages', 'odometry', 'objects')
+        }
         self.frames = self.torn = self.inference_errors = 0
         self.missing: dict[str, int] = {}
         self.worker_errors = 0
+        self._pinned: dict[tuple[str, int], Any] = {}  # camera ring mappings page-locked (CUDA)
+        self._odom = Odometry()
         self.camera: ShmSubscription | None = None
         self.rt_report: realtime.RealtimeReport | None = None
 
@@ -150,6 +157,7 @@ class FusionNode(node_utils.DeviceNode):
         self.pre: CpuPreprocessor | TorchPreprocessor | None = None
         self._target: Any = None
         self._order = ''
+
         if p.backend != 'none':
             spec_path = resolve_share(p.model)
             try:
@@ -159,6 +167,20 @@ class FusionNode(node_utils.DeviceNode):
                     options['threads'] = p.threads
                 self.model = backends.create(p.backend, spec, **options)
                 self.model.prepare()
+                if str(getattr(self.model, 'device', 'cpu')).startswith('cuda'):
+                    # Load the preprocessing kernels now, not on the first frame (a cold CUDA
+                    # start takes long enough there to overflow the camera queue).
+                    assert spec.preprocessing is not None
+                    h, w = spec.preprocessing.resize
+                    warm = TorchPreprocessor(
+                        spec.preprocessing,
+                        (h * 2, w * 2, 3),
+                        self.model.device,
+                        out=self.model.input(spec.inputs[0].name),
+                        stream=self.model.stream,
+                    )
+                    warm(np.zeros((h * 2, w * 2, 3), np.uint8))
+                    warm.stream.synchronize()
             except ModelError as err:
                 raise ParameterError('model', str(spec_path), str(err)) from err
             self.spec = spec
@@ -214,6 +236,10 @@ class FusionNode(node_utils.DeviceNode):
     def destroy_node(self) -> None:
         """Stops the worker and the camera's fast-path thread, then destroys the node."""
         self.deactivate()
+        for region in self._pinned.values():
+            if region is not None:
+                region.release()
+        self._pinned.clear()
         if self.camera is not None:
             self.camera.destroy()
             self.camera = None
@@ -309,13 +335,32 @@ class FusionNode(node_utils.DeviceNode):
                 self.pre = CpuPreprocessor(self.spec.preprocessing, image.shape, order)
                 self._target = target if isinstance(target, np.ndarray) else target.numpy()
         if isinstance(self.pre, TorchPreprocessor):
+            self._pin(frame)
             self.pre(image)  # the copy from the slot has finished when this returns
         else:
             self.pre(image, self._target)
         if not frame.valid():  # overwritten while being read: the input is garbage
             return False
+        if isinstance(self.pre, TorchPreprocessor):  # graph, output copy, one wait
+            return self.model.run_to_host(self.output_name)
         out = self.model.run()[self.output_name]
         return out if isinstance(out, np.ndarray) else out.float().cpu().numpy()
+
+    def _pin(self, frame: Any) -> None:
+        """Page-locks the camera ring's mapping once (CUDA): uploads then run at pinned speed
+        straight from the slot instead of through the driver's pageable staging copy."""
+        desc = frame.desc
+        key = (desc.segment, desc.segment_epoch_ns)
+        if not desc.segment or key in self._pinned or self.camera is None:
+            return
+        reader = self.camera.reader_of(desc.segment)
+        if reader is None:
+            return
+        try:
+            self._pinned[key] = pinned.register(*reader.slot_range(), read_only=True)
+        except pinned.PinnedMemoryError as err:
+            self._pinned[key] = None  # pageable then: slower uploads, same results
+            self.get_logger().warning(f'camera ring not page-locked: {err}')
 
     def _process(self, aligned: AlignedFrame, released_ns: int) -> None:
         t0 = time.perf_counter_ns()
@@ -332,13 +377,16 @@ class FusionNode(node_utils.DeviceNode):
         if out is False:
             self.torn += 1
             return
-        self.infer_ns.record(time.perf_counter_ns() - t0)
+        t1 = time.perf_counter_ns()
+        self.infer_ns.record(t1 - t0)
         fused = self.engine.fuse(aligned, out, self.input_hw)  # type: ignore[arg-type]
         for m in fused.missing:
             self.missing[m] = self.missing.get(m, 0) + 1
+        self.stage_ns['fuse'].record(time.perf_counter_ns() - t1)
         self._publish(fused, released_ns)
 
     def _publish(self, fused: FusedFrame, released_ns: int) -> None:
+        t0 = time.perf_counter_ns()
         p = self.params
         arr = ObjectArray()
         arr.header.stamp = ns_to_time(fused.stamp_ns)
@@ -359,7 +407,7 @@ class FusionNode(node_utils.DeviceNode):
             m.velocity.x, m.velocity.y = o.vx, o.vy
             arr.objects.append(m)
         arr.inputs_complete_ns = released_ns
-        odom = Odometry()
+        odom = self._odom  # reused: its covariance arrays are not rebuilt every frame
         odom.header.stamp = arr.header.stamp
         odom.header.frame_id, odom.child_frame_id = p.odom_frame, p.base_frame
         e = fused.ego
@@ -367,11 +415,16 @@ class FusionNode(node_utils.DeviceNode):
         odom.pose.pose.orientation.z = math.sin(e.yaw / 2)
         odom.pose.pose.orientation.w = math.cos(e.yaw / 2)
         odom.twist.twist.linear.x, odom.twist.twist.angular.z = e.v, e.yaw_rate
+        t1 = time.perf_counter_ns()
         self.odom_pub.publish(odom)  # first: the planner transforms the objects with it
+        t2 = time.perf_counter_ns()
         arr.published_ns = time.time_ns()
         self.obj_pub.publish(arr)
+        t3 = time.perf_counter_ns()
         self.latency.record(arr.published_ns - released_ns)
         self.frames += 1
+        for name, ns in (('messages', t1 - t0), ('odometry', t2 - t1), ('objects', t3 - t2)):
+            self.stage_ns[name].record(ns)
 
     def _publish_diagnostics(self) -> None:
         lat, inf = self.latency.summary(), self.infer_ns.summary()
@@ -385,6 +438,11 @@ class FusionNode(node_utils.DeviceNode):
             'latency_p50_us': round(lat.p50_us, 1) if lat.count else '',
             'latency_p99_us': round(lat.p99_us, 1) if lat.count else '',
             'inference_p99_us': round(inf.p99_us, 1) if inf.count else '',
+            'stages_p50_us': ', '.join(
+                f'{name} {r.summary().p50_us:.0f}'
+                for name, r in self.stage_ns.items()
+                if r.summary().count
+            ),
             'camera_overruns': cam.overruns if cam else '',
             'policy': self.rt_report.policy if self.rt_report else '',
         }

@@ -392,6 +392,10 @@ class ShmSubscription:
         self.active_path = 'ros'
         self._subscribe_full()
 
+    def reader_of(self, segment: str) -> ShmRingReader | None:
+        """The mapping of ``segment`` this subscription reads through (for page-locking)."""
+        return self._readers.get(segment)
+
     def _reader_for(self, desc: FrameDescriptor) -> ShmRingReader:
         reader = self._readers.get(desc.segment)
         if reader is not None and reader.epoch_ns != desc.segment_epoch_ns:

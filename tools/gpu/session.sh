@@ -51,10 +51,23 @@ tests() {
 # lacks (cantools, python-can, pyserial, rosbags and their dependencies) in .device/wheels.
 demo() {
   $PY -m pip install -q --no-index --no-deps .device/wheels/*.whl || return 1
-  $PY tools/demo.py --data .device/data --backend torch --device cuda --out "$OUT/demo_torch" \
+  $PY tools/demo.py --source recordings --data .device/data --backend torch --device cuda \
+    --out "$OUT/demo_torch" \
     2>&1 | tail -30 | tee "$OUT/demo_torch.txt"
-  $PY tools/demo.py --data .device/data --no-compare --out "$OUT/demo_ort" 2>&1 | tail -30 \
+  $PY tools/demo.py --source recordings --data .device/data --no-compare --out "$OUT/demo_ort" \
+    2>&1 | tail -30 \
     | tee "$OUT/demo_ort.txt"
+}
+
+# The fusion node's stage breakdown (from its /diagnostics) during a scenario demo on the GPU.
+stages() {
+  export ROS_DOMAIN_ID=42 ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
+  (timeout 90 $PY tools/topic_echo.py /diagnostics diagnostic_msgs/msg/DiagnosticArray \
+    --timeout 80 > /tmp/diag.log 2>&1 &)
+  $PY tools/demo.py --backend torch --device cuda --out "$OUT/demo_scenario_torch" 2>&1 \
+    | tail -22 | tee "$OUT/demo_scenario_torch.txt"
+  sleep 2
+  grep 'fusion: fusion' /tmp/diag.log | tail -1 > "$OUT/fusion_diag.txt"
 }
 
 case "${1:-all}" in
@@ -63,5 +76,6 @@ case "${1:-all}" in
   transport) transport ;;
   tests) tests ;;
   demo) demo ;;
+  stages) stages ;;
   all) setup && inference && tests && transport ;;
 esac
