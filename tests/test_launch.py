@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import re
+from pathlib import Path
 
 import pytest
 import yaml
@@ -16,10 +17,11 @@ import yaml
 from tests.conftest import ROOT
 
 LAUNCH = ROOT / 'launch' / 'vehicle.launch.py'
+REPLAY = ROOT / 'launch' / 'replay.launch.py'
 
 
-def _graph() -> dict[str, tuple[str, list[tuple[str, str]]]]:
-    tree = ast.parse(LAUNCH.read_text())
+def _graph(path: Path = LAUNCH) -> dict[str, tuple[str, list[tuple[str, str]]]]:
+    tree = ast.parse(path.read_text())
     for node in tree.body:
         if isinstance(node, ast.AnnAssign) and getattr(node.target, 'id', '') == 'GRAPH':
             assert node.value is not None
@@ -77,3 +79,31 @@ def test_the_description_builds_where_launch_ros_exists() -> None:
     spec.loader.exec_module(module)
     description = module.generate_launch_description()
     assert len(description.entities) == 2 + 2 * len(_graph())
+
+
+def test_the_replay_launch_feeds_the_same_fusion_and_planner() -> None:
+    replay, vehicle = _graph(REPLAY), _graph(LAUNCH)
+    scripts = _setup_scripts()
+    assert all(exe in scripts for exe, _ in replay.values())
+    for name in ('fusion', 'planner'):
+        assert replay[name] == vehicle[name]  # the graph under test is the vehicle's
+    config = yaml.safe_load((ROOT / 'config' / 'replay.yaml').read_text())
+    assert {'fusion', 'planner'} <= set(config)
+    # Its replay parameters are valid ones (the dict literal in the file).
+    source = REPLAY.read_text()
+    for key in ('bag', 'mode', 'rate', 'topics', 'shm', 'restamp', 'publish_clock'):
+        assert f"'{key}'" in source
+    from rt_fusion.core import params  # noqa: PLC0415
+    from rt_fusion.core.replay import ReplayParams  # noqa: PLC0415
+
+    known = {f.name for f in params.fields(ReplayParams)}
+    assert {
+        'bag',
+        'mode',
+        'rate',
+        'topics',
+        'shm',
+        'restamp',
+        'publish_clock',
+        'wait_subscribers_s',
+    } <= known
