@@ -78,6 +78,12 @@ class CameraParams:
         default=0.0,
         low=0.0,
     )
+    wait_subscribers_s: float = param(
+        'before the first frame, wait up to this long for a subscriber (0: do not wait)',
+        unit='s',
+        default=0.0,
+        low=0.0,
+    )
     start_delay_s: float = param(
         'wait before the first frame (let subscribers connect)', unit='s', default=0.0, low=0.0
     )
@@ -203,6 +209,7 @@ class CameraNode(node_utils.DeviceNode):
         assert p is not None
         if p.start_delay_s:
             self._stop.wait(p.start_delay_s)
+        waiting = p.wait_subscribers_s > 0
         while not self._stop.is_set():
             if self.cam is None or self.pub is None:
                 try:
@@ -213,6 +220,12 @@ class CameraNode(node_utils.DeviceNode):
                     continue
             assert self.cam is not None
             assert self.pub is not None
+            if waiting:  # once, before the first frame: until someone listens (bounded)
+                end = time.monotonic() + p.wait_subscribers_s
+                while self.pub.subscriber_count() == 0 and time.monotonic() < end:
+                    if self._stop.wait(0.05):  # paced: discovery
+                        break
+                waiting = False
             ws = self.pub.acquire(self.cam.shape, 'uint8', 'bgr8')
             try:
                 read = self.cam.read_into(ws.array)
