@@ -192,18 +192,10 @@ def make_scenario_bag(args: argparse.Namespace) -> tuple[Path, float]:
     """Generates the scenario (once per name/seconds/seed); returns its bag and ego speed."""
     import json  # noqa: PLC0415
 
-    import yaml  # noqa: PLC0415
-
     from rt_fusion.core.scenario.generate import generate  # noqa: PLC0415
+    from rt_fusion_tools.make_scenario import load_scenario  # noqa: PLC0415
 
-    path = Path(args.scenario)
-    if not path.suffix:
-        path = ROOT / 'config' / 'scenarios' / f'{args.scenario}.yaml'
-    if not path.exists():
-        raise SystemExit(
-            f'demo: no scenario {args.scenario!r} (see tools/make_scenario.py --list)'
-        )
-    scenario = yaml.safe_load(path.read_text())
+    scenario = load_scenario(args.scenario)
     out = args.out / 'scenario'
     truth = out / 'ground_truth.json'
     key = {'scenario': scenario.get('name'), 'seconds': args.seconds, 'seed': 0}
@@ -221,42 +213,81 @@ def make_scenario_bag(args: argparse.Namespace) -> tuple[Path, float]:
     return out / 'bag', float(scenario['ego'].get('speed', 0.0))
 
 
+def start_fusion_and_planner(
+    graph: Graph, args: argparse.Namespace, conventional: bool, *fusion_params: str
+) -> None:
+    """The graph under test: fusion_node on the sensor topics, trajectory_node on its output.
+
+    ``conventional``: the fusion node takes the frames as sensor_msgs/Image over rclpy.
+    """
+    transport = (
+        ('-p', 'camera_transport:=ros', '-p', 'camera_fast_path:=false') if conventional else ()
+    )
+    graph.node(
+        'fusion',
+        'fusion_node',
+        '-r',
+        '~/in/camera:=/camera/out/image',
+        '-r',
+        '~/in/imu:=/imu/out/imu',
+        '-r',
+        '~/in/radar:=/radar/out/objects',
+        *transport,
+        '-p',
+        f'backend:={args.backend}',
+        '-p',
+        f'device:={args.device}',
+        *fusion_params,
+    )
+    rt = ['-p', 'rt.rt_priority:=50'] if os.geteuid() == 0 else []
+    graph.node(
+        'planner',
+        'trajectory_node',
+        '-r',
+        '~/in/objects:=/fusion/out/objects',
+        '-r',
+        '~/in/odometry:=/fusion/out/odometry',
+        *rt,
+    )
+
+
+def follow(
+    probe: Probe,
+    graph: Graph,
+    source: subprocess.Popen[str],
+    args: argparse.Namespace,
+    conventional: bool,
+    seconds: float,
+) -> list[str]:
+    """Spins the probe with a progress bar until ``source`` (the process feeding the graph)
+    ends, then ``--settle`` seconds more; returns the processes that failed."""
+    from rich.progress import Progress  # noqa: PLC0415
+
+    with Progress(transient=False, console=report.console) as progress:
+        what = 'conventional: Image over rclpy' if conventional else 'rt_fusion: shm'
+        task = progress.add_task(f'{what}, {args.frames} frames', total=args.frames)
+        start = time.monotonic()
+        while source.poll() is None and time.monotonic() - start < seconds + args.settle + 60:
+            probe.spin(0.2)
+            progress.update(task, completed=len(probe.objects['fusion']))
+            if graph.failed():
+                break
+        probe.spin(args.settle)  # the last frames through fusion and planner
+        progress.update(task, completed=len(probe.objects['fusion']))
+    return graph.failed()
+
+
 def run_scenario_graph(
     args: argparse.Namespace, bag: Path, ego_speed: float, env: dict[str, str], conventional: bool
 ) -> Any:
     """The same graph fed by replay_node from a generated scenario bag: camera frames into a
     shared-memory ring as camera_node does, radar objects and IMU as their nodes publish them,
     every stamp moved onto the host clock as the replay runs (``restamp``)."""
-    from rich.progress import Progress  # noqa: PLC0415
-
     graph = Graph(args.out / 'logs' / ('conventional' if conventional else 'rt_fusion'), env)
     probe = Probe()
     try:
-        fusion_in = (
-            '-r',
-            '~/in/camera:=/camera/out/image',
-            '-r',
-            '~/in/imu:=/imu/out/imu',
-            '-r',
-            '~/in/radar:=/radar/out/objects',
-        )
-        transport = (
-            ('-p', 'camera_transport:=ros', '-p', 'camera_fast_path:=false')
-            if conventional
-            else ()
-        )
-        engine = ('-p', f'backend:={args.backend}', '-p', f'device:={args.device}')
-        speed = ('-p', f'fusion.ego_speed_mps:={ego_speed}')
-        graph.node('fusion', 'fusion_node', *fusion_in, *transport, *engine, *speed)
-        rt = ['-p', 'rt.rt_priority:=50'] if os.geteuid() == 0 else []
-        graph.node(
-            'planner',
-            'trajectory_node',
-            '-r',
-            '~/in/objects:=/fusion/out/objects',
-            '-r',
-            '~/in/odometry:=/fusion/out/odometry',
-            *rt,
+        start_fusion_and_planner(
+            graph, args, conventional, '-p', f'fusion.ego_speed_mps:={ego_speed}'
         )
         probe.wait_for_publishers(
             ('/fusion/out/objects', '/planner/out/trajectory'),
@@ -282,19 +313,7 @@ def run_scenario_graph(
             '-p',
             'start_delay_s:=1.0',
         )
-        total = args.seconds + 2.0 + args.settle
-        with Progress(transient=False, console=report.console) as progress:
-            what = 'conventional: Image over rclpy' if conventional else 'rt_fusion: shm'
-            task = progress.add_task(f'{what}, {args.frames} frames', total=args.frames)
-            start = time.monotonic()
-            while replay.poll() is None and time.monotonic() - start < total + 60:
-                probe.spin(0.2)
-                progress.update(task, completed=len(probe.objects['fusion']))
-                if graph.failed():
-                    break
-            probe.spin(args.settle)
-            progress.update(task, completed=len(probe.objects['fusion']))
-        failed = graph.failed()
+        failed = follow(probe, graph, replay, args, conventional, args.seconds + 2.0)
     finally:
         graph.stop()
         probe.close()
@@ -308,8 +327,6 @@ def run_graph(
 
     ``conventional``: the fusion node takes the frames as sensor_msgs/Image over rclpy.
     """
-    from rich.progress import Progress  # noqa: PLC0415
-
     graph = Graph(args.out / 'logs' / ('conventional' if conventional else 'rt_fusion'), env)
     port = random.randint(20000, 40000)
     link = Path(f'/tmp/rt_fusion_demo_imu_{os.getpid()}')
@@ -336,33 +353,9 @@ def run_graph(
                 f'demo: the IMU emulator did not start: {line!r} '
                 f'(see {graph.logs / "xsens_emulator.log"})'
             )
-        fusion_in = (
-            '-r',
-            '~/in/camera:=/camera/out/image',
-            '-r',
-            '~/in/imu:=/imu/out/imu',
-            '-r',
-            '~/in/radar:=/radar/out/objects',
-        )
         graph.node('imu', 'imu_node', '-p', f'port:={link}')
         graph.node('radar', 'radar_node', '-p', f'port:={port}')
-        transport = (
-            ('-p', 'camera_transport:=ros', '-p', 'camera_fast_path:=false')
-            if conventional
-            else ()
-        )
-        engine = ('-p', f'backend:={args.backend}', '-p', f'device:={args.device}')
-        graph.node('fusion', 'fusion_node', *fusion_in, *transport, *engine)
-        rt = ['-p', 'rt.rt_priority:=50'] if os.geteuid() == 0 else []
-        graph.node(
-            'planner',
-            'trajectory_node',
-            '-r',
-            '~/in/objects:=/fusion/out/objects',
-            '-r',
-            '~/in/odometry:=/fusion/out/odometry',
-            *rt,
-        )
+        start_fusion_and_planner(graph, args, conventional)
         # The sensors start replaying only when every node is up (a cold CUDA start takes
         # seconds): else the first frames would pass before anyone listens.
         probe.wait_for_publishers(
@@ -402,19 +395,7 @@ def run_graph(
             '-p',
             f'publish_image:={str(conventional).lower()}',
         )
-        total = args.frames / 25.0 + 3.0 + args.settle
-        with Progress(transient=False) as progress:
-            what = 'conventional: Image over rclpy' if conventional else 'rt_fusion: shm'
-            task = progress.add_task(f'{what}, {args.frames} frames', total=args.frames)
-            start = time.monotonic()
-            while camera.poll() is None and time.monotonic() - start < total + 60:
-                probe.spin(0.2)
-                progress.update(task, completed=len(probe.objects['fusion']))
-                if graph.failed():
-                    break
-            probe.spin(args.settle)  # the last frames through fusion and planner
-            progress.update(task, completed=len(probe.objects['fusion']))
-        failed = graph.failed()
+        failed = follow(probe, graph, camera, args, conventional, args.frames / 25.0 + 3.0)
     finally:
         graph.stop()
         probe.close()

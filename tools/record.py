@@ -11,9 +11,9 @@ the graph (waiting up to ``--discover-s``). A shared-memory stream is recorded b
 maps the ring, resolves each descriptor into a full ``sensor_msgs/Image`` and records that, so a
 bag never depends on a segment that is gone after the run.
 
-SIGINT or SIGTERM (or ``--duration``) ends the recording cleanly: the bag is closed with every
-message received up to then and readable by ``ros2 bag`` and rosbags. Prints ``READY`` when
-subscribed, then a table of counts and ``RESULT messages=… topics=… bag_mb=…``.
+SIGINT or SIGTERM (or ``--duration``, ``--count``) ends the recording cleanly: the bag is
+closed with every message received up to then and readable by ``ros2 bag`` and rosbags. Prints
+``READY`` when subscribed, then a table of counts and ``RESULT messages=… topics=… bag_mb=…``.
 """
 
 from __future__ import annotations
@@ -69,6 +69,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('topics', nargs='+', help='topic or topic:type')
     parser.add_argument('--out', type=Path, required=True, help='bag directory (must not exist)')
     parser.add_argument('--duration', type=float, default=0.0, help='stop after this long [s]')
+    parser.add_argument(
+        '--count', type=int, default=0, help='stop after this many messages (0: never)'
+    )
     parser.add_argument('--discover-s', type=float, default=10.0)
     parser.add_argument('--depth', type=int, default=1000, help='subscription queue depth')
     parser.add_argument(
@@ -107,8 +110,11 @@ def main(argv: list[str] | None = None) -> int:
     ack_pub = node.create_publisher(UInt64, args.ack, qos) if args.ack else None
 
     def written() -> None:
+        total = sum(writer.counts.values())
         if ack_pub is not None:
-            ack_pub.publish(UInt64(data=sum(writer.counts.values())))
+            ack_pub.publish(UInt64(data=total))
+        if args.count and total >= args.count:
+            stop.set()
 
     keep: list[Any] = []
     for topic, typename in types.items():

@@ -16,20 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from rt_fusion.core.errors import RtFusionError
-
-# sensor_msgs/Image encodings -> (dtype, channels)
-IMAGE_ENCODINGS: dict[str, tuple[str, int]] = {
-    'rgb8': ('|u1', 3),
-    'bgr8': ('|u1', 3),
-    'rgba8': ('|u1', 4),
-    'bgra8': ('|u1', 4),
-    'mono8': ('|u1', 1),
-    'mono16': ('<u2', 1),
-    '8UC1': ('|u1', 1),
-    '8UC3': ('|u1', 3),
-    '16UC1': ('<u2', 1),
-    '32FC1': ('<f4', 1),
-}
+from rt_fusion.core.frame import IMAGE_ENCODINGS
 
 
 class BagError(RtFusionError):

@@ -102,6 +102,7 @@ class TorchBackend(Backend):
         self._inputs = {t.name: buffer(t.shape, t.np_dtype) for t in spec.inputs}
         self._outputs: dict[str, Any] = {}
         self._host_out: dict[str, Any] = {}  # page-locked output copies (run_to_host)
+        self._host_event: Any = torch.cuda.Event() if self.stream is not None else None
         self.graph = None
         self._use_graph = cuda_graph and self.stream is not None
         self._check_outputs()
@@ -173,10 +174,7 @@ class TorchBackend(Backend):
             outputs = self._forward()
             return RunHandle(lambda: True, lambda: outputs)
         with torch.cuda.stream(self.stream):
-            if self.graph is not None:
-                self.graph.replay()
-            else:
-                self._outputs = self._forward()
+            self._launch()
             event = torch.cuda.Event()
             event.record(self.stream)
         outputs = self._outputs
@@ -195,22 +193,27 @@ class TorchBackend(Backend):
         if self.stream is None:
             return self.run()[name].float().numpy()
         host = self._host_out.get(name)
+        event = self._host_event
+        assert event is not None  # made with the stream
         with torch.cuda.stream(self.stream):
-            if self.graph is not None:
-                self.graph.replay()
-            else:
-                self._outputs = self._forward()
+            self._launch()
             out = self._outputs[name]
             if host is None:
                 host = self._host_out[name] = torch.empty(
                     out.shape, dtype=out.dtype, pin_memory=True
                 )
             host.copy_(out, non_blocking=True)
-            event = torch.cuda.Event()
             event.record(self.stream)
         event.synchronize()
         self.runs += 1
         return host.numpy().astype(np.float32, copy=False)
+
+    def _launch(self) -> None:
+        """Queues one forward pass on the current stream (graph replay when captured)."""
+        if self.graph is not None:
+            self.graph.replay()
+        else:
+            self._outputs = self._forward()
 
     def run(self) -> dict[str, Any]:
         """Runs synchronously (graph replay + wait on CUDA)."""

@@ -133,6 +133,7 @@ class FusionNode(node_utils.DeviceNode):
         self.worker_errors = 0
         self._pinned: dict[tuple[str, int], Any] = {}  # camera ring mappings page-locked (CUDA)
         self._odom = Odometry()
+        self._cuda = False  # the backend runs on a CUDA device
         self.camera: ShmSubscription | None = None
         self.rt_report: realtime.RealtimeReport | None = None
 
@@ -167,7 +168,8 @@ class FusionNode(node_utils.DeviceNode):
                     options['threads'] = p.threads
                 self.model = backends.create(p.backend, spec, **options)
                 self.model.prepare()
-                if str(getattr(self.model, 'device', 'cpu')).startswith('cuda'):
+                self._cuda = str(getattr(self.model, 'device', 'cpu')).startswith('cuda')
+                if self._cuda:
                     # Load the preprocessing kernels now, not on the first frame (a cold CUDA
                     # start takes long enough there to overflow the camera queue).
                     assert spec.preprocessing is not None
@@ -319,7 +321,7 @@ class FusionNode(node_utils.DeviceNode):
             self._order = order
             assert self.spec.preprocessing is not None
             target = self.model.input(self.input_name)
-            if str(getattr(self.model, 'device', 'cpu')).startswith('cuda'):
+            if self._cuda:
                 # Upload + resize + normalise on the model's stream, straight into its static
                 # input (a CUDA graph); the model's graph replays after it on the same stream.
                 self.pre = TorchPreprocessor(

@@ -21,10 +21,11 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import cv2
 import numpy as np
+import numpy.typing as npt
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message, serialize_message
 from rclpy.task import Future
@@ -39,6 +40,15 @@ from rt_fusion.nodes.conversions import message_class, ns_to_time, time_to_ns
 from rt_fusion.nodes.shm_transport import ImageCodec, ShmPublisher
 
 IMAGE_TYPES = ('sensor_msgs/msg/Image', 'sensor_msgs/msg/CompressedImage')
+
+
+class BagImage(NamedTuple):
+    """An image message of a bag, decoded."""
+
+    array: npt.NDArray[Any]
+    encoding: str
+    stamp_ns: int
+    frame_id: str
 
 
 class ReplayNode(node_utils.DeviceNode):
@@ -57,10 +67,7 @@ class ReplayNode(node_utils.DeviceNode):
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.shm_pubs: dict[str, ShmPublisher] = {}
-        # Per image topic: the frame id, stamp and encoding of the message decoded last.
-        self._frame_ids: dict[str, str] = {}
-        self._stamps: dict[str, int] = {}
-        self._encodings: dict[str, str] = {}
+        self._codec = ImageCodec()
 
     def configure(self) -> None:
         """Opens the bag, checks the topics, creates a publisher per topic."""
@@ -88,24 +95,26 @@ class ReplayNode(node_utils.DeviceNode):
         self.types = types
         self.read_topics = sorted(wanted)
         qos = QoSProfile(depth=p.qos_depth, reliability=ReliabilityPolicy.RELIABLE)
-        for topic, base in self.shm_map.items():
-            first = self._image(topic, next(iter_messages(Path(p.bag), [topic], decode=False)).raw)
-            name = 'rt_fusion_replay_' + base.strip('/').replace('/', '_')
-            self.shm_pubs[topic] = ShmPublisher(
-                self, base, name, first.nbytes, p.shm_slots, frame_id=self._frame_ids[topic]
-            )
-        self.classes = {t: message_class(types[t]) for t in wanted}
-        self.last_trigger: dict[str, int] = {}
-        for topic in topics:
-            if topic in self.shm_map:
-                continue
+        self.classes: dict[str, type] = {}
+        for topic in sorted(wanted):
             try:
-                cls = message_class(types[topic])
+                self.classes[topic] = message_class(types[topic])
             except (ImportError, AttributeError, ValueError) as err:
                 raise ParameterError(
                     'topics', topic, f'message type {types[topic]} is not installed: {err}'
                 ) from err
-            self.pubs[topic] = self.create_publisher(cls, remaps.get(topic, topic), qos)
+        for topic, base in self.shm_map.items():
+            first = self._image(topic, next(iter_messages(Path(p.bag), [topic], decode=False)).raw)
+            name = 'rt_fusion_replay_' + base.strip('/').replace('/', '_')
+            self.shm_pubs[topic] = ShmPublisher(
+                self, base, name, first.array.nbytes, p.shm_slots, frame_id=first.frame_id
+            )
+        self.last_trigger: dict[str, int] = {}
+        for topic in topics:
+            if topic not in self.shm_map:
+                self.pubs[topic] = self.create_publisher(
+                    self.classes[topic], remaps.get(topic, topic), qos
+                )
         self.topics = [t for t in topics if t not in self.shm_map] + list(self.shm_map)
         self.clock_pub = self.create_publisher(Clock, '/clock', 10) if p.publish_clock else None
         if p.mode == 'lockstep':
@@ -157,7 +166,7 @@ class ReplayNode(node_utils.DeviceNode):
             if self._stop.is_set():
                 return
             if m.topic in triggers:
-                trig: Any = deserialize_message(m.raw, message_class(self.types[m.topic]))
+                trig: Any = deserialize_message(m.raw, self.classes[m.topic])
                 trig_stamp = trig.stamp if hasattr(trig, 'stamp') else trig.header.stamp
                 self.last_trigger[m.topic] = time_to_ns(trig_stamp)
                 if m.topic not in published:
@@ -203,29 +212,24 @@ class ReplayNode(node_utils.DeviceNode):
         if not self.finished.done():
             self.finished.set_result(self.sent)
 
-    def _image(self, topic: str, raw: bytes) -> Any:
-        """A bag image message as a BGR/RGB/mono array (its stamp and frame kept aside)."""
-        typename = self.types[topic]
-        msg: Any = deserialize_message(raw, message_class(typename))
-        self._frame_ids[topic] = msg.header.frame_id
-        self._stamps[topic] = time_to_ns(msg.header.stamp)
-        if typename == 'sensor_msgs/msg/CompressedImage':
-            image = cv2.imdecode(np.frombuffer(bytes(msg.data), np.uint8), cv2.IMREAD_COLOR)
+    def _image(self, topic: str, raw: bytes) -> BagImage:
+        """A bag image message decoded: BGR/RGB/mono array, encoding, stamp and frame id."""
+        msg: Any = deserialize_message(raw, self.classes[topic])
+        stamp, frame_id = time_to_ns(msg.header.stamp), msg.header.frame_id
+        if self.types[topic] == 'sensor_msgs/msg/CompressedImage':
+            image = cv2.imdecode(np.frombuffer(msg.data, np.uint8), cv2.IMREAD_COLOR)
             if image is None:
                 raise ParameterError('shm', topic, f'cannot decode a {msg.format!r} image')
-            self._encodings[topic] = 'bgr8'
-            return image
-        array, desc = ImageCodec().from_msg(msg)
-        self._encodings[topic] = desc.encoding
-        return array
+            return BagImage(image, 'bgr8', stamp, frame_id)
+        array, desc = self._codec.from_msg(msg)
+        return BagImage(array, desc.encoding, stamp, frame_id)
 
     def _publish_shm(self, topic: str, raw: bytes, restamp: Restamper | None) -> None:
-        image = self._image(topic, raw)
+        img = self._image(topic, raw)
         pub = self.shm_pubs[topic]
-        ws = pub.acquire(tuple(image.shape), image.dtype, self._encodings[topic])
-        ws.array[...] = image
-        stamp = self._stamps[topic]
-        pub.commit(ws, restamp(stamp) if restamp is not None else stamp)
+        ws = pub.acquire(tuple(img.array.shape), img.array.dtype, img.encoding)
+        np.copyto(ws.array, img.array)
+        pub.commit(ws, restamp(img.stamp_ns) if restamp is not None else img.stamp_ns)
 
 
 def main(args: list[str] | None = None) -> int:

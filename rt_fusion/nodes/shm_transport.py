@@ -42,7 +42,7 @@ from rt_fusion_msgs.msg import ShmFrame
 from sensor_msgs.msg import Image
 
 from rt_fusion.core import linux
-from rt_fusion.core.frame import DescriptorError, FrameDescriptor
+from rt_fusion.core.frame import IMAGE_ENCODINGS, DescriptorError, FrameDescriptor
 from rt_fusion.core.shm import (
     FrameView,
     Overrun,
@@ -63,21 +63,6 @@ from rt_fusion.nodes.conversions import (
 )
 
 TRANSPORTS = ('shm', 'ros', 'auto')
-
-# sensor_msgs/Image encodings <-> (dtype, channels)
-_IMAGE_ENCODINGS: dict[str, tuple[str, int]] = {
-    'rgb8': ('|u1', 3),
-    'bgr8': ('|u1', 3),
-    'rgba8': ('|u1', 4),
-    'bgra8': ('|u1', 4),
-    'mono8': ('|u1', 1),
-    'mono16': ('<u2', 1),
-    '8UC1': ('|u1', 1),
-    '8UC3': ('|u1', 3),
-    '16UC1': ('<u2', 1),
-    '32FC1': ('<f4', 1),
-    '32FC3': ('<f4', 3),
-}
 
 
 class PayloadCodec(Protocol):
@@ -114,9 +99,9 @@ class ImageCodec:
 
     def from_msg(self, msg: Image) -> tuple[npt.NDArray[Any], FrameDescriptor]:
         """A read-only view of ``msg.data`` shaped as the image."""
-        if msg.encoding not in _IMAGE_ENCODINGS:
+        if msg.encoding not in IMAGE_ENCODINGS:
             raise DescriptorError('', f'image encoding {msg.encoding!r} not supported')
-        dtype, channels = _IMAGE_ENCODINGS[msg.encoding]
+        dtype, channels = IMAGE_ENCODINGS[msg.encoding]
         dt = np.dtype(dtype)
         if dt.itemsize > 1:
             dt = dt.newbyteorder('>' if msg.is_bigendian else '<')

@@ -148,7 +148,7 @@ def main() -> None:
             arr.objects = [car]
             obj_pub.publish(arr)
         k += 1
-        time.sleep(0.02)
+        time.sleep(0.02)  # paced: the scene is published at 50 Hz
     print(
         'RESULT '
         + json.dumps(

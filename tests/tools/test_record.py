@@ -60,12 +60,19 @@ def _replay(procs: ProcGroup, bag: Path, topics: list[str], *params: str) -> obj
 def test_replay_then_record_gives_back_the_same_messages(procs: ProcGroup, tmp_path: Path) -> None:
     bag = _scenario(tmp_path, 3.0)
     out = tmp_path / 'recorded'
-    rec = _record(procs, out, '--depth', '5000', *(f'{t}:{ty}' for t, ty in TOPICS.items()))
+    total = sum(1 for _ in iter_messages(bag, list(TOPICS), decode=False))
+    rec = _record(
+        procs,
+        out,
+        '--depth',
+        '5000',
+        '--count',
+        str(total),  # ends by itself once everything replayed has been written
+        *(f'{t}:{ty}' for t, ty in TOPICS.items()),
+    )
     replay = _replay(procs, bag, list(TOPICS))
     assert replay.read_until('REPLAYED ', 60)[1].startswith('REPLAYED ')
     assert replay.wait(30) == 0
-    time.sleep(1.0)  # the last messages in flight
-    rec.popen.send_signal(signal.SIGINT)
     assert rec.wait(30) == 0
     ts = typestore()
     for topic, typename in TOPICS.items():
@@ -82,7 +89,7 @@ def test_sigint_mid_run_leaves_a_valid_bag(procs: ProcGroup, tmp_path: Path) -> 
     out = tmp_path / 'cut'
     rec = _record(procs, out, '/imu/out/imu:sensor_msgs/msg/Imu')
     _replay(procs, bag, ['/imu/out/imu'])  # real time: 10 s
-    time.sleep(5.0)
+    time.sleep(5.0)  # paced: the recorder is stopped mid-replay on purpose
     rec.popen.send_signal(signal.SIGINT)
     assert rec.wait(30) == 0
     result = rec.read_until('RESULT ', 10)[1]
@@ -98,7 +105,7 @@ def test_a_shared_memory_camera_stream_is_recorded_as_images(
 ) -> None:
     video = str(shared_file('camera/solidWhiteRight.mp4'))
     out = tmp_path / 'camera'
-    rec = _record(procs, out, '/camera/out/image:rt_fusion_msgs/msg/ShmFrame')
+    rec = _record(procs, out, '--count', '20', '/camera/out/image:rt_fusion_msgs/msg/ShmFrame')
     camera = procs.node(
         'camera_node',
         '-r',
@@ -116,9 +123,7 @@ def test_a_shared_memory_camera_stream_is_recorded_as_images(
         name='camera',
     )
     assert camera.wait(60) == 0
-    time.sleep(1.0)
-    rec.popen.send_signal(signal.SIGINT)
-    assert rec.wait(30) == 0
+    assert rec.wait(30) == 0  # --count: all 20 frames written
     cap = cv2.VideoCapture(video)
     ref = [zlib.crc32(cap.read()[1].data) for _ in range(20)]
     msgs = list(iter_messages(out, ['/camera/out/image']))
