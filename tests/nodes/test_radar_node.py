@@ -119,9 +119,13 @@ def test_sensor_configuration_is_sent_and_its_echo_checked(procs: ProcGroup, wro
             '--count',
             '1',
             '--timeout',
-            '30',
+            '60',  # configure waits up to echo_timeout_s for the echo first
         )
-        (msg,), _ = diag.messages(40)
+        msgs, _ = diag.messages(70)
+        assert msgs, f'no diagnostics; radar exit={radar.popen.poll()} stderr:\n' + '\n'.join(
+            radar.stderr[-20:]
+        )
+        (msg,) = msgs
         values = {kv['key']: kv['value'] for kv in msg['status'][0]['values']}
         assert msg['status'][0]['level'] == 0, msg['status'][0]['message']
         # The echo matched (require_echo would have stopped the node); the log played after it
