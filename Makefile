@@ -1,17 +1,29 @@
 # rt_fusion: one entry point. `make demo` and `make test` do all set-up on a fresh machine.
+# ROS 2 Jazzy (LTS) by default; `ROS_DISTRO=kilted make setup test` uses Kilted in its own venv.
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
+ROS_DISTRO ?= jazzy
+ifeq ($(ROS_DISTRO),kilted)
+VENV := .venv-kilted
+LOCK := requirements-lock-kilted.txt
+else
 VENV := .venv
+LOCK := requirements-lock.txt
+endif
 PY := $(VENV)/bin/python
+export ROS_DISTRO VENV
+# launch_ros, `ros2 launch` and ament_index find packages here (tools/setup_env.sh lays it out).
+export AMENT_PREFIX_PATH := $(CURDIR)/$(VENV)
 export PYTHONUNBUFFERED := 1
 
-.PHONY: setup test lint typecheck pytest demo bench lock clean help
+.PHONY: setup test test-all lint typecheck pytest demo bench lock clean help
 
 help:
-	@echo 'make setup   venv + ROS 2 wheels + rt_fusion_msgs + rt_fusion (idempotent)'
+	@echo 'make setup   venv + ROS 2 wheels + rt_fusion_msgs + launch + rt_fusion (idempotent)'
 	@echo 'make test    setup, then ruff, mypy (strict on core/ and inference/), pytest'
 	@echo 'make demo    setup, then the main job on the embedded default (results/demo/)'
 	@echo 'make bench   setup, then every benchmark under tools/ (--quick unless FULL=1)'
+	@echo 'ROS_DISTRO=kilted make ...   the same on ROS 2 Kilted (.venv-kilted); default jazzy'
 
 setup:
 	@tools/setup_env.sh
@@ -28,15 +40,21 @@ pytest: setup
 
 test: lint typecheck pytest
 
+# What CI runs: the full suite on Jazzy (the default), then on Kilted.
+test-all:
+	$(MAKE) test ROS_DISTRO=jazzy
+	$(MAKE) test ROS_DISTRO=kilted
+
 demo: setup
 	$(PY) tools/demo.py $(DEMO_ARGS)
 
 bench: setup
 	@tools/run_benchmarks.sh
 
+# The launch wheels come from ../shared (--no-index), not from the lock: leave them out.
 lock: setup
-	@{ echo '# pip freeze --all of a working .venv (constraints for make setup). Regenerate: make lock'; \
-	  $(PY) -m pip freeze --all --exclude-editable | grep -viE '^(rt[-_]fusion|pip==)'; } > requirements-lock.txt
+	@{ echo '# pip freeze --all of a working $(VENV) (ROS 2 $(ROS_DISTRO); constraints for make setup). Regenerate: ROS_DISTRO=$(ROS_DISTRO) make lock'; \
+	  $(PY) -m pip freeze --all --exclude-editable | grep -viE '^(rt[-_]fusion|pip==)' | grep -v ' @ file://'; } > $(LOCK)
 
 clean:
 	rm -rf build results .mypy_cache .ruff_cache .pytest_cache

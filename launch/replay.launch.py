@@ -3,6 +3,11 @@
     ros2 launch rt_fusion replay.launch.py bag:=/path/to/bag
     ros2 launch rt_fusion replay.launch.py bag:=/path/to/bag mode:=lockstep rate:=1.0
 
+In ``mode:=lockstep`` each message waits for an acknowledgement on ``ack_topic``; with
+``ack_topic:=/fusion/ack`` and the fusion node's ``ack_topic`` set to the same (as
+``tools/evaluate.py`` does) the fusion node paces the replay, which makes a run deterministic
+on any machine. ``restamp:=false`` keeps the recorded stamps (they then match the bag's truth).
+
 ``replay_node`` publishes the recorded sensor topics as the sensor nodes would (camera images
 into a shared-memory ring with ``ShmFrame`` descriptors, radar objects, IMU), with their stamps
 moved onto the host clock (``restamp``), starting once the fusion node subscribes. Bags from
@@ -52,7 +57,9 @@ def generate_launch_description() -> LaunchDescription:
         'rate': LaunchConfiguration('rate'),
         'topics': ['/imu/out/imu', '/radar/out/objects', CAMERA],
         'shm': [f'{CAMERA}->/camera/out/image'],
-        'restamp': True,
+        'restamp': LaunchConfiguration('restamp'),
+        'ack_topic': LaunchConfiguration('ack_topic'),
+        'start_topic': LaunchConfiguration('start_topic'),
         'publish_clock': False,
         'wait_subscribers_s': 30.0,
     }
@@ -62,6 +69,17 @@ def generate_launch_description() -> LaunchDescription:
             'mode', default_value='realtime', description='realtime, lockstep or fast'
         ),
         DeclareLaunchArgument('rate', default_value='1.0', description='realtime speed factor'),
+        DeclareLaunchArgument(
+            'restamp', default_value='true', description='move stamps onto the host clock'
+        ),
+        DeclareLaunchArgument(
+            'ack_topic', default_value='~/ack', description='lockstep: acknowledgements'
+        ),
+        DeclareLaunchArgument(
+            'start_topic',
+            default_value='',
+            description='wait for a start signal here (a recorder that must listen first)',
+        ),
         DeclareLaunchArgument(
             'config',
             default_value=str(share / 'config' / 'replay.yaml'),

@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+# The venv the tests run in: .venv (Jazzy, the default) or .venv-kilted (ROS_DISTRO=kilted).
+VENV = Path(sys.prefix)
 SHARED_DATA = ROOT.parent / 'shared' / 'data'
 _domain_counter = itertools.count()
 
@@ -41,7 +43,8 @@ def ros_env(domain_id: int | None = None) -> dict[str, str]:
     """Environment for a child ROS process: its own domain, discovery on localhost only."""
     env = dict(os.environ)
     if domain_id is None:
-        domain_id = 100 + (os.getpid() * 7 + next(_domain_counter)) % 100
+        # 1-101: on Linux, Fast DDS ports of higher domains can collide with ephemeral ports.
+        domain_id = 1 + (os.getpid() * 7 + next(_domain_counter)) % 101
     env['ROS_DOMAIN_ID'] = str(domain_id)
     env['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
     env['PYTHONUNBUFFERED'] = '1'

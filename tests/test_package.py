@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from catkin_pkg.package import parse_package
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, VENV
 
 # Top-level module imported by rt_fusion -> the package.xml key that provides it.
 MODULE_TO_KEY = {
@@ -132,9 +132,9 @@ def test_package_xml_lists_every_imported_dependency() -> None:
 
 def test_venv_imports_ros_and_rt_fusion_without_sourcing_anything() -> None:
     # A shell with nothing sourced and no ROS variables: only PATH and HOME.
-    python = ROOT / '.venv' / 'bin' / 'python'
+    python = VENV / 'bin' / 'python'
     if not python.exists():
-        pytest.skip('no .venv: run `make setup`')
+        pytest.skip(f'no {VENV.name}: run `make setup`')
     env = {'PATH': '/usr/bin:/bin', 'HOME': os.environ.get('HOME', '/tmp')}
     out = subprocess.run(
         [
@@ -161,10 +161,10 @@ def test_colcon_workspace_links_the_root_package() -> None:
 
 @pytest.mark.slow
 def test_colcon_builds_both_packages_as_on_the_vehicle(tmp_path: Path) -> None:
-    colcon = ROOT / '.venv' / 'bin' / 'colcon'
+    colcon = VENV / 'bin' / 'colcon'
     if not colcon.exists():
-        pytest.skip('colcon not installed in .venv')
-    venv = str(ROOT / '.venv')
+        pytest.skip(f'colcon not installed in {VENV.name}')
+    venv = str(VENV)
     env = {**os.environ, 'AMENT_PREFIX_PATH': venv, 'CMAKE_PREFIX_PATH': venv}
     out = subprocess.run(
         [

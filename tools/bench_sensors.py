@@ -65,7 +65,7 @@ def _diag(lines: list[str], part: str) -> dict[str, str]:
 def _env() -> dict[str, str]:
     return dict(
         os.environ,
-        ROS_DOMAIN_ID=str(200 + os.getpid() % 30),
+        ROS_DOMAIN_ID=str(20 + os.getpid() % 30),
         ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST',
         PYTHONUNBUFFERED='1',
     )

@@ -128,6 +128,7 @@ def writer(path: str, plan: list[dict[str, Any]], fifo: str, segment: str) -> No
     from sensor_msgs.msg import Image  # noqa: PLC0415
 
     from rt_fusion.nodes.shm_transport import ShmPublisher  # noqa: PLC0415
+    from rt_fusion.ros import compat  # noqa: PLC0415
 
     rclpy.init()
     node = rclpy.create_node('bench_writer')
@@ -157,7 +158,7 @@ def writer(path: str, plan: list[dict[str, Any]], fifo: str, segment: str) -> No
         shm_pub.wait_for_all_acked(2.0)
         shm_pub.close()
     node.destroy_node()
-    rclpy.try_shutdown()
+    compat.try_shutdown()
     print('WRITER ' + json.dumps(results), flush=True)
 
 
@@ -232,6 +233,7 @@ def reader(path: str, plan: list[dict[str, Any]], fifo: str, idle_s: float) -> N
     from rt_fusion.nodes.conversions import time_to_ns  # noqa: PLC0415
     from rt_fusion.nodes.node_utils import make_executor  # noqa: PLC0415
     from rt_fusion.nodes.shm_transport import ShmSubscription  # noqa: PLC0415
+    from rt_fusion.ros import compat  # noqa: PLC0415
 
     rclpy.init()
     node = rclpy.create_node('bench_reader')
@@ -272,7 +274,7 @@ def reader(path: str, plan: list[dict[str, Any]], fifo: str, idle_s: float) -> N
         extra = {'overruns': stats.overruns, 'torn': stats.torn, 'stale': stats.stale}
         sub.destroy()
     node.destroy_node()
-    rclpy.try_shutdown()
+    compat.try_shutdown()
     print('READER ' + json.dumps(col.report(extra)), flush=True)
 
 
@@ -379,7 +381,7 @@ def main(argv: list[str] | None = None) -> int:
         task = progress.add_task('bench_transport', total=len(paths))
         for i, path in enumerate(paths):
             progress.update(task, description=f'path {path} ({len(plan)} scenarios)')
-            raw[path] = run_path(path, plan, domain=150 + (os.getpid() + i) % 50)
+            raw[path] = run_path(path, plan, domain=1 + (os.getpid() + i) % 50)
             progress.advance(task)
 
     rows, extra, results = {}, {}, []

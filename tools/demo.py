@@ -23,6 +23,7 @@ The recordings come from ``--data`` (default ``../shared/data``).
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import random
 import signal
@@ -119,7 +120,7 @@ class Probe:
         self.plans: list[dict[str, Any]] = []
         for name in self.objects:
             self.node.create_subscription(
-                ObjectArray, f'/{name}/out/objects', lambda m, n=name: self._on_objects(n, m), qos
+                ObjectArray, f'/{name}/out/objects', functools.partial(self._on_objects, name), qos
             )
         self.node.create_subscription(Trajectory, '/planner/out/trajectory', self._on_plan, qos)
 
@@ -172,8 +173,10 @@ class Probe:
             self.spin(0.2)
 
     def close(self) -> None:
+        from rt_fusion.ros import compat  # noqa: PLC0415
+
         self.node.destroy_node()
-        self.rclpy.try_shutdown()
+        compat.try_shutdown()
 
 
 def _recordings(data: Path) -> dict[str, Path]:

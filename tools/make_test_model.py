@@ -106,7 +106,7 @@ def build_torchscript(layers: list[tuple[np.ndarray, np.ndarray]], path: Path) -
         if not last:
             mods.append(torch.nn.ReLU())
     net = torch.nn.Sequential(*mods).eval()
-    traced = torch.jit.trace(net, torch.zeros(INPUT))  # type: ignore[no-untyped-call]
+    traced = torch.jit.trace(net, torch.zeros(INPUT))
     traced.save(str(path))
     return True
 

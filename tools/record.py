@@ -37,6 +37,7 @@ from rt_fusion.core.scenario.bagout import BagWriter, typestore
 from rt_fusion.nodes.conversions import message_class
 from rt_fusion.nodes.node_utils import make_executor
 from rt_fusion.nodes.shm_transport import ImageCodec, ShmSubscription
+from rt_fusion.ros import compat
 from rt_fusion_tools import report
 
 SHM_TYPE = 'rt_fusion_msgs/msg/ShmFrame'
@@ -102,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         print(f'record: no publisher (so no type) for {missing}; give topic:type', file=sys.stderr)
         node.destroy_node()
-        rclpy.try_shutdown()
+        compat.try_shutdown()
         return 2
     writer = BagWriter(args.out, typestore())
     lock = threading.Lock()
@@ -157,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
         with lock:
             writer.close()
         node.destroy_node()
-        rclpy.try_shutdown()
+        compat.try_shutdown()
     size = sum(p.stat().st_size for p in args.out.iterdir())
     for topic, n in sorted(writer.counts.items()):
         report.console.print(f'  {topic:36s} {n:7d}')

@@ -11,5 +11,5 @@ if ((${#benches[@]} == 0)); then
 fi
 for bench in "${benches[@]}"; do
   echo "== $bench $mode"
-  .venv/bin/python "$bench" $mode
+  "${VENV:-.venv}/bin/python" "$bench" $mode
 done

@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
 # One-command development environment for rt_fusion (called by `make setup`).
 #
+#   ROS_DISTRO=jazzy (default, the LTS) -> .venv;  ROS_DISTRO=kilted -> .venv-kilted.
+#   Each distribution has its own venv, so switching between them is instant.
+#
 #   1. system packages (apt, sudo when not root) when missing;
-#   2. .venv with the pinned requirements (ROS 2 Kilted wheels from PyPI, numpy, opencv, ...);
-#   3. rt_fusion_msgs built with cmake against the wheels and installed into .venv
+#   2. the venv with the pinned requirements (requirements.txt + requirements-ros-<distro>.txt,
+#      constrained by the distribution's lock file);
+#   3. rt_fusion_msgs built with cmake against the wheels and installed into the venv
 #      (the recipe verified in ../shared/ROS2_WHEELS.md);
-#   4. rt_fusion installed in editable mode, then checked by importing it.
+#   4. launch, launch_ros and ros2cli from ../shared/wheels/ros2_launch[/jazzy] when that folder
+#      exists (--no-deps --no-index), composition_interfaces built the same way as the messages;
+#   5. rt_fusion installed in editable mode, the ament prefix layout that launch_ros and
+#      `ros2 launch` need laid out inside the venv, then an import check.
 #
 # Idempotent: a stamp keyed on every input (requirements, setup files, .msg files, this script)
 # makes a second run with nothing changed take about a second. `--force` rebuilds anyway.
@@ -13,28 +20,66 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
-VENV=$ROOT/.venv
-STAMP=$VENV/.rt_fusion_setup.sha256
-MSG_PKG=ros2_ws/src/rt_fusion_msgs
-BUILD=$ROOT/build/rt_fusion_msgs
-APT_PACKAGES=(cmake g++ make libportaudio2 libasound2)
-
 say() { printf '\033[1msetup:\033[0m %s\n' "$*"; }
 die() { printf '\033[1;31msetup: error:\033[0m %s\n' "$*" >&2; exit 1; }
 
+DISTRO=${ROS_DISTRO:-jazzy}
+case $DISTRO in
+  jazzy) VENV=$ROOT/.venv; LOCK=requirements-lock.txt; LAUNCH_WHEELS=$ROOT/../shared/wheels/ros2_launch/jazzy ;;
+  kilted) VENV=$ROOT/.venv-kilted; LOCK=requirements-lock-kilted.txt; LAUNCH_WHEELS=$ROOT/../shared/wheels/ros2_launch ;;
+  *) die "ROS_DISTRO=$DISTRO: make setup builds jazzy (default) or kilted from PyPI wheels; with a ROS install from apt (/opt/ros/$DISTRO) build with colcon instead (README: On the vehicle)" ;;
+esac
+COMPOSITION_SRC=$ROOT/../shared/wheels/ros2_launch/src/composition_interfaces
+STAMP=$VENV/.rt_fusion_setup.sha256
+MSG_PKG=ros2_ws/src/rt_fusion_msgs
+BUILD=$ROOT/build/$DISTRO
+APT_PACKAGES=(cmake g++ make libportaudio2 libasound2)
+
 inputs_key() {
-  cat requirements.txt requirements-lock.txt setup.py setup.cfg package.xml \
-      "$MSG_PKG/CMakeLists.txt" "$MSG_PKG/package.xml" "$MSG_PKG"/msg/*.msg \
-      tools/setup_env.sh | sha256sum | cut -d' ' -f1
+  { cat requirements.txt "requirements-ros-$DISTRO.txt" setup.py setup.cfg package.xml \
+        "$MSG_PKG/CMakeLists.txt" "$MSG_PKG/package.xml" "$MSG_PKG"/msg/*.msg tools/setup_env.sh
+    [[ -f $LOCK ]] && cat "$LOCK"
+    [[ -f $LAUNCH_WHEELS/SHA256SUMS ]] && cat "$LAUNCH_WHEELS/SHA256SUMS"
+    echo "$DISTRO"; } | sha256sum | cut -d' ' -f1
+}
+
+# The ament prefix layout launch_ros and `ros2 launch` look for (../shared/wheels/ros2_launch/
+# README.md): the package marker, share/rt_fusion/ with real folders and one symlink per file
+# (ros2 launch walks with os.walk, which does not follow directory symlinks), and
+# lib/rt_fusion/<executable> for every console script. Cheap: refreshed on every run so a new
+# launch or config file is found without --force.
+ament_layout() {
+  local share=$VENV/share/rt_fusion lib=$VENV/lib/rt_fusion
+  mkdir -p "$VENV/share/ament_index/resource_index/packages"
+  : >"$VENV/share/ament_index/resource_index/packages/rt_fusion"
+  rm -rf "$share" "$lib"
+  mkdir -p "$share" "$lib"
+  ln -s "$ROOT/package.xml" "$share/package.xml"
+  local folder file
+  for folder in launch config models; do
+    while IFS= read -r -d '' file; do
+      mkdir -p "$share/$(dirname "$file")"
+      ln -s "$ROOT/$file" "$share/$file"
+    done < <(find "$folder" -type f ! -path '*/__pycache__/*' -print0)
+  done
+  "$VENV/bin/python" - "$lib" "$VENV/bin" <<'PY'
+import importlib.metadata as md, os, sys
+lib, bindir = sys.argv[1:]
+for ep in md.distribution('rt_fusion').entry_points:
+    if ep.group == 'console_scripts' and os.path.exists(os.path.join(bindir, ep.name)):
+        os.symlink(os.path.join(bindir, ep.name), os.path.join(lib, ep.name))
+PY
 }
 
 KEY=$(inputs_key)
 if [[ ${1:-} != --force && -f $STAMP && $(cat "$STAMP") == "$KEY" ]] \
    && "$VENV/bin/python" -c 'import rt_fusion' 2>/dev/null; then
-  say "up to date (.venv matches requirements and interfaces; --force rebuilds)"
+  ament_layout
+  say "up to date ($DISTRO: $(basename "$VENV") matches requirements and interfaces; --force rebuilds)"
   exit 0
 fi
 START=$SECONDS
+say "ROS 2 $DISTRO into $(basename "$VENV")"
 
 # --- 1. system packages ---------------------------------------------------------------------
 missing=()
@@ -67,7 +112,7 @@ fi
 "$PYTHON" -c 'import sys; sys.exit(not (3, 10) <= sys.version_info[:2] <= (3, 13))' \
   || die "$PYTHON is $("$PYTHON" -V 2>&1); the ROS 2 wheels need Python 3.10-3.13"
 if [[ ! -x $VENV/bin/python ]]; then
-  say "creating .venv with $("$PYTHON" -V 2>&1)"
+  say "creating $(basename "$VENV") with $("$PYTHON" -V 2>&1)"
   "$PYTHON" -m venv "$VENV" || die "'$PYTHON -m venv' failed (Debian/Ubuntu: apt install python3-venv)"
 fi
 export VIRTUAL_ENV=$VENV PATH=$VENV/bin:$PATH
@@ -80,9 +125,11 @@ pip_install() {
     die "pip install $* failed (log: $log)"
   fi
 }
-say "installing pinned requirements into .venv (first time: about a minute)"
-pip_install -r requirements.txt -c requirements-lock.txt
-python -m pip check >/dev/null 2>&1 || say "warning: .venv/bin/pip check reports conflicts"
+say "installing pinned requirements into $(basename "$VENV") (first time: about a minute)"
+constraints=()
+if [[ -f $LOCK ]]; then constraints=(-c "$LOCK"); else say "no $LOCK yet: unconstrained (make lock writes it)"; fi
+pip_install -r requirements.txt -r "requirements-ros-$DISTRO.txt" "${constraints[@]}"
+python -m pip check >/dev/null 2>&1 || say "warning: pip check reports conflicts in $(basename "$VENV")"
 
 # --- 3. rt_fusion_msgs (cmake recipe of ROS2_WHEELS.md) ---------------------------------------
 # The wheels' exported CMake files carry the build container's Python paths; point them here.
@@ -94,22 +141,37 @@ PYVER=$(python -c "import sys; print('%d.%d' % sys.version_info[:2])")
   -e "s#/opt/python/$PYTAG/include/python$PYVER#$PYINC#g" \
   -e "s#/opt/python/$PYTAG/lib/python$PYVER/site-packages/numpy/_core/include#$NPINC#g"
 export AMENT_PREFIX_PATH=$VENV CMAKE_PREFIX_PATH=$VENV
-say "building rt_fusion_msgs (cmake + rosidl) into .venv"
-LOG=$ROOT/build/rt_fusion_msgs.log
-mkdir -p "$ROOT/build"
-{
-  cmake -S "$MSG_PKG" -B "$BUILD" -DCMAKE_INSTALL_PREFIX="$VENV" -DBUILD_TESTING=OFF \
-        -DPython3_EXECUTABLE="$VENV/bin/python" \
-  && cmake --build "$BUILD" -j"$(nproc)" \
-  && cmake --install "$BUILD"
-} >"$LOG" 2>&1 || { tail -30 "$LOG" >&2; die "building rt_fusion_msgs failed (full log: $LOG)"; }
+cmake_package() {  # name source-dir
+  local log=$BUILD/$1.log
+  mkdir -p "$BUILD"
+  {
+    cmake -S "$2" -B "$BUILD/$1" -DCMAKE_INSTALL_PREFIX="$VENV" -DBUILD_TESTING=OFF \
+          -DPython3_EXECUTABLE="$VENV/bin/python" \
+    && cmake --build "$BUILD/$1" -j"$(nproc)" \
+    && cmake --install "$BUILD/$1"
+  } >"$log" 2>&1 || { tail -30 "$log" >&2; die "building $1 failed (full log: $log)"; }
+}
+say "building rt_fusion_msgs (cmake + rosidl) into $(basename "$VENV")"
+cmake_package rt_fusion_msgs "$MSG_PKG"
 
-# --- 4. rt_fusion itself ---------------------------------------------------------------------
+# --- 4. launch, launch_ros, ros2cli ------------------------------------------------------------
+if [[ -d $LAUNCH_WHEELS && -d $COMPOSITION_SRC ]]; then
+  say "installing launch/launch_ros/ros2cli ($DISTRO wheels of ${LAUNCH_WHEELS#"$ROOT/"}) and building composition_interfaces"
+  (cd "$LAUNCH_WHEELS" && sha256sum --quiet -c SHA256SUMS) >&2 \
+    || die "checksum mismatch in $LAUNCH_WHEELS (sha256sum -c SHA256SUMS there)"
+  pip_install --no-deps --no-index "$LAUNCH_WHEELS"/*.whl "$LAUNCH_WHEELS"/extra/*.whl
+  cmake_package composition_interfaces "$COMPOSITION_SRC"
+else
+  say "no ${LAUNCH_WHEELS#"$ROOT/"} (the launch wheels of ../shared): ros2 launch is not installed, the launch tests will skip and say so"
+fi
+
+# --- 5. rt_fusion itself ---------------------------------------------------------------------
 say "installing rt_fusion (editable)"
 pip_install --no-deps --no-build-isolation -e .
+ament_layout
 
 python -c "import rclpy, rt_fusion, rt_fusion_msgs.msg; print('setup: import check ok:', \
 rt_fusion.__version__, 'rclpy', rclpy.__file__.rsplit('/', 2)[-2])" \
-  || die "import check failed: .venv/bin/python -c 'import rclpy, rt_fusion, rt_fusion_msgs.msg'"
+  || die "import check failed: $VENV/bin/python -c 'import rclpy, rt_fusion, rt_fusion_msgs.msg'"
 inputs_key >"$STAMP"
 say "done in $((SECONDS - START)) s"

@@ -13,13 +13,16 @@ import argparse
 import json
 import sys
 import time
+from typing import Any
 
 import rclpy
+from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from std_msgs.msg import UInt64
 
 from rt_fusion.nodes.conversions import message_class, msg_to_dict
 from rt_fusion.nodes.node_utils import make_executor
+from rt_fusion.ros import compat
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -40,6 +43,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--qos', choices=('reliable', 'sensor'), default='reliable')
     parser.add_argument('--depth', type=int, default=1000)
     parser.add_argument('--quiet', action='store_true', help='only the summary')
+    parser.add_argument(
+        '--matched',
+        type=int,
+        default=0,
+        metavar='N',
+        help='print MATCHED once N publishers are matched (the data path, not just the graph)',
+    )
     parser.add_argument(
         '--ack',
         metavar='TOPIC',
@@ -73,13 +83,27 @@ def main(argv: list[str] | None = None) -> int:
         if args.ack
         else None
     )
-    node.create_subscription(cls, args.topic, on_msg, qos)
+    matched_printed = False
+
+    def on_matched(info: Any) -> None:
+        nonlocal matched_printed
+        if args.matched and not matched_printed and info.current_count >= args.matched:
+            matched_printed = True
+            print(f'MATCHED {info.current_count}', flush=True)
+
+    node.create_subscription(
+        cls,
+        args.topic,
+        on_msg,
+        qos,
+        event_callbacks=SubscriptionEventCallbacks(matched=on_matched),
+    )
     executor = make_executor()
     executor.add_node(node)
     print('READY', flush=True)
     start = time.monotonic()
     try:
-        while rclpy.ok():
+        while compat.ok():
             executor.spin_once(timeout_sec=0.05)
             now = time.monotonic()
             if args.count and received >= args.count:
@@ -92,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         pass
     print('SUMMARY ' + json.dumps({'received': received}), flush=True)
     node.destroy_node()
-    rclpy.try_shutdown()
+    compat.try_shutdown()
     return 0 if not args.count or received >= args.count else 1
 
 

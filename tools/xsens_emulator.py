@@ -78,6 +78,7 @@ class Device:
         self.quat = quaternions(samples['stamp'], samples['gyro'])
         self.parser = xsens.XbusParser()
         self.measuring = False
+        self.started = False  # --start-file seen
         self.items: list[tuple[int, int]] = []
         self.fmt = xsens.FORMAT_FLOAT32
         self.sent = 0
@@ -179,6 +180,13 @@ class Device:
                 continue
             if self.index >= total:
                 break
+            if self.args.start_file is not None and not self.started:
+                if not self.args.start_file.exists():
+                    time.sleep(0.01)  # --start-file: the consumer says when it is listening
+                    continue
+                self.started = True
+                self.t0 = time.monotonic() + self.args.stream_delay
+                self.index0 = self.index
             if time.monotonic() < self.t0:
                 time.sleep(0.01)  # paced: --stream-delay
                 continue
@@ -241,6 +249,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--linger', type=float, default=1.0)
     parser.add_argument('--seed', type=int, default=0)
     parser.add_argument('--link', type=Path, help='keep a symlink to the current slave here')
+    parser.add_argument(
+        '--start-file',
+        type=Path,
+        help='stream only once this file exists (a test creates it when its listener matched)',
+    )
     args = parser.parse_args(argv)
     if not args.bag.exists():
         print(f'xsens_emulator: recording not found: {args.bag}', file=sys.stderr)

@@ -69,6 +69,17 @@ class ReplayParams:
         default=False,
     )
     shm_slots: int = param('slots of each replay ring', default=16, low=2, high=256)
+    start_topic: str = param(
+        'wait for a std_msgs/UInt64 here (reliable, transient local) before the first message: '
+        "a consumer that must be listening first says so (tools/evaluate.py); '': do not wait",
+        default='',
+    )
+    start_timeout_s: float = param(
+        'start_topic: start anyway after this long (counted as a warning)',
+        unit='s',
+        default=120.0,
+        low=0.0,
+    )
     stamp_from: tuple[str, ...] = param(
         "header stamps taken from a trigger topic, each 'topic<-trigger' (the latest trigger "
         'stamp at or before the message replaces its stamp; e.g. radar scans and their '

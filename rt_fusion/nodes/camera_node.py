@@ -113,7 +113,7 @@ class CameraNode(node_utils.DeviceNode):
         self.cam: CameraSource | None = None
         self.pub: ShmPublisher | None = None
         self.clock = ClockMapper(ClockParams(window_s=30.0, bin_s=0.5, lock_span_s=3.0))
-        self.finished: Future[int] = Future()
+        self.finished: Future = Future()  # of int (exit status)
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self.cost = LatencyRecorder(200_000)

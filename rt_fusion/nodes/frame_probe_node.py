@@ -111,7 +111,7 @@ class FrameProbeNode(Node):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__('frame_probe', **kwargs)
         self.params = node_utils.declare_params(self, FrameProbeParams)
-        self.finished: Future[dict[str, object]] = Future()
+        self.finished: Future = Future()  # of dict[str, object]
         self._start_ns = self._now_ns()
         self._sent = 0
         self._matched_ns: int | None = None

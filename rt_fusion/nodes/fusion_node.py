@@ -39,7 +39,7 @@ from nav_msgs.msg import Odometry
 from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from rt_fusion_msgs.msg import Object, ObjectArray, RadarObjects
 from sensor_msgs.msg import Imu
-from std_msgs.msg import Float64
+from std_msgs.msg import Float64, UInt64
 
 import rt_fusion
 from rt_fusion.core import realtime
@@ -87,6 +87,16 @@ class FusionNodeParams:
         'how often waiting frames are re-checked', unit='s', default=0.005, low=0.0005, high=0.1
     )
     diagnostics_period_s: float = param('diagnostics period', unit='s', default=1.0, low=0.1)
+    radar_input: bool = param(
+        'fuse the radar (false: its scans are received and ignored, the camera-only ablation; '
+        'leave radar out of sync.wait_for then)',
+        default=True,
+    )
+    ack_topic: str = param(
+        'lock-step replays: after each input is taken in (a frame: once its objects are out, '
+        "or it was dropped) publish std_msgs/UInt64 here, for replay_node's ack_topic ('': off)",
+        default='',
+    )
 
 
 def resolve_share(path: str) -> Path:
@@ -198,6 +208,14 @@ class FusionNode(node_utils.DeviceNode):
             Odometry, '~/out/odometry', qos_profile_sensor_data
         )
         self.diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
+        self.acks = 0
+        self.ack_pub = (
+            self.create_publisher(
+                UInt64, p.ack_topic, QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
+            )
+            if p.ack_topic
+            else None
+        )
         self.create_subscription(
             Imu,
             '~/in/imu',
@@ -249,6 +267,11 @@ class FusionNode(node_utils.DeviceNode):
 
     # -- inputs (executor / fast-path threads): queue and wake the worker -----------------------
 
+    def _ack(self) -> None:
+        if self.ack_pub is not None:
+            self.acks += 1
+            self.ack_pub.publish(UInt64(data=self.acks))
+
     def _on_frame(self, frame: Any, path: str) -> None:
         del path
         with self._cond:
@@ -262,8 +285,12 @@ class FusionNode(node_utils.DeviceNode):
                 time_to_ns(msg.header.stamp), (g.x, g.y, g.z), (a.x, a.y, a.z), time.time_ns()
             )
             self._cond.notify()
+        self._ack()
 
     def _on_radar(self, msg: RadarObjects) -> None:
+        if not self.params.radar_input:  # camera-only ablation: taken in, not used
+            self._ack()
+            return
         objs = [
             RadarObjectIn(
                 o.id,
@@ -286,10 +313,12 @@ class FusionNode(node_utils.DeviceNode):
             points = self.engine.add_scan(stamp, objs)
             self.aligner.push_radar(self.radar_name, stamp, points, time.time_ns())
             self._cond.notify()
+        self._ack()
 
     def _on_speed(self, msg: Float64) -> None:
         with self._cond:
             self.engine.set_speed(msg.data)
+        self._ack()
 
     # -- the worker ------------------------------------------------------------------------------
 
@@ -310,6 +339,7 @@ class FusionNode(node_utils.DeviceNode):
                         f'frame {aligned.stamp_ns} failed:\n{traceback.format_exc()}',
                         throttle_duration_sec=5.0,
                     )
+                self._ack()
 
     def _infer(self, frame: Any) -> Any:
         if self.model is None:

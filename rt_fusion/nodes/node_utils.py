@@ -24,6 +24,7 @@ from rclpy.task import Future
 
 from rt_fusion.core import params
 from rt_fusion.core.errors import ParameterError, RtFusionError
+from rt_fusion.ros import compat
 
 T = TypeVar('T')
 
@@ -176,17 +177,15 @@ EXECUTORS = ('events', 'single')
 def make_executor(kind: str = 'events') -> Executor:
     """The executor nodes spin in.
 
-    ``events``: rclpy's EventsExecutor (rclpy.experimental), which dispatches from a C++ event
-    queue instead of rebuilding a wait set in Python for every callback; on our machines it
-    roughly halves the time from a message's arrival to its callback. ``single``: the classic
-    SingleThreadedExecutor, for comparison or where the EventsExecutor is missing (Humble).
+    ``events``: rclpy's EventsExecutor (through rt_fusion.ros.compat), which dispatches from a
+    C++ event queue instead of rebuilding a wait set in Python for every callback; on our
+    machines it roughly halves the time from a message's arrival to its callback. ``single``:
+    the classic SingleThreadedExecutor, for comparison or where the EventsExecutor is missing
+    (Humble).
     """
     if kind == 'events':
-        try:
-            from rclpy.experimental.events_executor import EventsExecutor  # noqa: PLC0415
-        except ImportError:
-            return SingleThreadedExecutor()
-        return EventsExecutor()
+        executor = compat.events_executor()
+        return executor if executor is not None else SingleThreadedExecutor()
     if kind == 'single':
         return SingleThreadedExecutor()
     raise ParameterError('executor', kind, f'must be one of {list(EXECUTORS)}')
@@ -315,7 +314,7 @@ def spin(executor: Executor, finished: object = None) -> None:
     ``spin()`` and ``spin_until_future_complete()`` without a timeout and then ignores SIGINT.
     """
     done = finished.done if isinstance(finished, Future) else (lambda: False)
-    while rclpy.ok() and not done():
+    while compat.ok() and not done():
         executor.spin_once(timeout_sec=0.1)
 
 
@@ -349,5 +348,5 @@ def run(factory: Callable[[], Node], args: Sequence[str] | None = None) -> int:
     finally:
         if node is not None:
             node.destroy_node()
-        rclpy.try_shutdown()
+        compat.try_shutdown()
     return status

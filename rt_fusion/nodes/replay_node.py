@@ -17,6 +17,7 @@ trigger).
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -26,7 +27,7 @@ from typing import Any, ClassVar, NamedTuple
 import cv2
 import numpy as np
 import numpy.typing as npt
-from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message, serialize_message
 from rclpy.task import Future
 from rosgraph_msgs.msg import Clock
@@ -59,11 +60,12 @@ class ReplayNode(node_utils.DeviceNode):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__('replay', **kwargs)
         self.params: ReplayParams | None = None
-        self.finished: Future[int] = Future()
+        self.finished: Future = Future()  # of int (exit status)
         self.pubs: dict[str, Any] = {}
         self.sent = 0
         self.ack_timeouts = 0
         self._acked = threading.Event()
+        self._start = threading.Event()  # start_topic
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.shm_pubs: dict[str, ShmPublisher] = {}
@@ -105,7 +107,9 @@ class ReplayNode(node_utils.DeviceNode):
                 ) from err
         for topic, base in self.shm_map.items():
             first = self._image(topic, next(iter_messages(Path(p.bag), [topic], decode=False)).raw)
-            name = 'rt_fusion_replay_' + base.strip('/').replace('/', '_')
+            # The domain in the name: two graphs on one host never share a ring.
+            domain = os.environ.get('ROS_DOMAIN_ID', '0') or '0'
+            name = f'rt_fusion_d{domain}_replay_' + base.strip('/').replace('/', '_')
             self.shm_pubs[topic] = ShmPublisher(
                 self, base, name, first.array.nbytes, p.shm_slots, frame_id=first.frame_id
             )
@@ -119,6 +123,13 @@ class ReplayNode(node_utils.DeviceNode):
         self.clock_pub = self.create_publisher(Clock, '/clock', 10) if p.publish_clock else None
         if p.mode == 'lockstep':
             self.create_subscription(UInt64, p.ack_topic, lambda _m: self._acked.set(), qos)
+        if p.start_topic:
+            latched = QoSProfile(
+                depth=1,
+                reliability=ReliabilityPolicy.RELIABLE,
+                durability=DurabilityPolicy.TRANSIENT_LOCAL,
+            )
+            self.create_subscription(UInt64, p.start_topic, lambda _m: self._start.set(), latched)
 
     def activate(self) -> None:
         """Starts the publishing thread."""
@@ -154,6 +165,14 @@ class ReplayNode(node_utils.DeviceNode):
                     self.get_logger().warning('not every topic has a subscriber: starting anyway')
                     break
                 if self._stop.wait(0.05):  # paced: discovery
+                    return
+        if p.start_topic:
+            end = time.monotonic() + p.start_timeout_s
+            while not self._start.is_set():
+                if time.monotonic() > end:
+                    self.get_logger().warning(f'nothing on {p.start_topic}: starting anyway')
+                    break
+                if self._stop.wait(0.05):  # paced: the consumer's start signal
                     return
         if self._stop.wait(p.start_delay_s):
             return

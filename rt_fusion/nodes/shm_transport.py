@@ -351,8 +351,8 @@ class ShmSubscription:
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
-        self._desc_sub: Subscription[Any] | None = None
-        self._full_sub: Subscription[Any] | None = None
+        self._desc_sub: Subscription | None = None
+        self._full_sub: Subscription | None = None
         if transport == 'ros':
             self._subscribe_full()
         else:

@@ -62,6 +62,14 @@ class TrajectoryNodeParams:
     )
     yield_to_pedestrians: bool = param('keep the path ahead of pedestrians free', default=True)
     diagnostics_period_s: float = param('diagnostics period', unit='s', default=1.0, low=0.1)
+    clock: str = param(
+        "wall: replan every 1/replan_hz and on new objects, 'now' from the host clock (the "
+        "vehicle); stamps: replan once per object list with 'now' its stamp, as soon as "
+        'odometry up to that stamp has arrived (deterministic lock-step replays: '
+        'tools/evaluate.py)',
+        default='wall',
+        choices=('wall', 'stamps'),
+    )
 
     def check(self) -> None:
         """Cross-field rules."""
@@ -97,6 +105,7 @@ class TrajectoryNode(node_utils.DeviceNode):
         self.last_status = -1
         self.solve_ms: list[float] = []
         self.rt_report: realtime.RealtimeReport | None = None
+        self.pending: list[ObjectArray] = []  # clock 'stamps': object lists awaiting odometry
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -138,9 +147,10 @@ class TrajectoryNode(node_utils.DeviceNode):
         self.diag_timer = self.create_timer(p.diagnostics_period_s, self._publish_diagnostics)
 
     def activate(self) -> None:
-        """Starts the replanning timer."""
+        """Starts the replanning timer (clock 'wall'; with 'stamps' object lists drive it)."""
         self._next_ns = time.monotonic_ns()
-        self.timer = self.create_timer(1.0 / self.params.replan_hz, self._on_tick)
+        if self.params.clock == 'wall':
+            self.timer = self.create_timer(1.0 / self.params.replan_hz, self._on_tick)
 
     def deactivate(self) -> None:
         """Stops replanning."""
@@ -164,9 +174,24 @@ class TrajectoryNode(node_utils.DeviceNode):
             ),
         )
         self.odom_ns = now
+        if self.pending:
+            self._drain()
+
+    def _drain(self) -> None:
+        """clock 'stamps': plans for the object lists whose odometry has arrived, in order."""
+        latest = self.poses.latest()
+        while self.pending and latest is not None:
+            if time_to_ns(self.pending[0].header.stamp) > latest[0]:
+                return
+            self._use_objects(self.pending.pop(0))
 
     def _ego(self, stamp_ns: int) -> EgoPose | None:
         """The ego pose at ``stamp_ns`` (None without recent odometry)."""
+        if self.params.clock == 'stamps':
+            latest = self.poses.latest()
+            if latest is None or stamp_ns - latest[0] > self.params.odometry_timeout_s * 1e9:
+                return None
+            return self.poses.at(stamp_ns)
         if (
             not self.odom_ns
             or time.time_ns() - self.odom_ns > self.params.odometry_timeout_s * 1e9
@@ -189,6 +214,13 @@ class TrajectoryNode(node_utils.DeviceNode):
         )
 
     def _on_objects(self, msg: ObjectArray) -> None:
+        if self.params.clock == 'stamps':
+            self.pending.append(msg)
+            self._drain()
+            return
+        self._use_objects(msg)
+
+    def _use_objects(self, msg: ObjectArray) -> None:
         # Transformed with the ego pose at the detections' stamp, not the latest one.
         stamp = time_to_ns(msg.header.stamp)
         ego = self._ego(stamp)
@@ -220,7 +252,7 @@ class TrajectoryNode(node_utils.DeviceNode):
             )
         self.objects = out
         self.objects_stamp = msg.header.stamp
-        self._on_timer(event=True)
+        self._on_timer(event=True, now_ns=stamp if self.params.clock == 'stamps' else None)
 
     def _on_radar(self, msg: RadarObjects) -> None:
         stamp = time_to_ns(msg.header.stamp)
@@ -256,7 +288,7 @@ class TrajectoryNode(node_utils.DeviceNode):
         # A separate method: rclpy hands a TimerInfo to timer callbacks that take an argument.
         self._on_timer(event=False)
 
-    def _on_timer(self, event: bool) -> None:
+    def _on_timer(self, event: bool, now_ns: int | None = None) -> None:
         now_mono = time.monotonic_ns()
         if not event:
             scheduled = self._next_ns
@@ -264,7 +296,7 @@ class TrajectoryNode(node_utils.DeviceNode):
             if now_mono - self._next_ns > self.period_ns:  # far behind: resynchronise
                 self._next_ns = now_mono + self.period_ns
             self.monitor.start(scheduled, now_mono)
-        now = time.time_ns()
+        now = time.time_ns() if now_ns is None else now_ns
         ego = self._ego(now)
         msg = self._msg
         msg.header.stamp = ns_to_time(now)

@@ -26,6 +26,7 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from rt_fusion_msgs.msg import Object, ObjectArray, Trajectory
 
 from rt_fusion.nodes.conversions import ns_to_time, time_to_ns
+from rt_fusion.ros import compat
 
 CAR_LENGTH, CAR_WIDTH = 4.5, 1.9
 
@@ -164,7 +165,7 @@ def main() -> None:
         flush=True,
     )
     node.destroy_node()
-    rclpy.try_shutdown()
+    compat.try_shutdown()
 
 
 if __name__ == '__main__':

@@ -37,7 +37,17 @@ def test_output_equals_the_source_in_order_and_none_lost(procs: ProcGroup, tmp_p
     n = 1000
     src = _source(n)
     link = str(tmp_path / 'ttyMTi')
-    echo = procs.echo('/imu/out/imu', 'sensor_msgs/msg/Imu', '--count', str(n), '--timeout', '90')
+    start = tmp_path / 'start'
+    echo = procs.echo(
+        '/imu/out/imu',
+        'sensor_msgs/msg/Imu',
+        '--count',
+        str(n),
+        '--timeout',
+        '180',
+        '--matched',
+        '1',
+    )
     # SampleTimeFine starts 2 s before its 32-bit wrap: the stream crosses it.
     emu = _emulator(
         procs,
@@ -50,9 +60,15 @@ def test_output_equals_the_source_in_order_and_none_lost(procs: ProcGroup, tmp_p
         '2',
         '--stf-start',
         str(2**32 - 20_000),
+        '--start-file',
+        str(start),
     )
     _imu(procs, link, '-p', 'qos_depth:=2000')  # a loaded CI machine may starve the echo
-    msgs, summary = echo.messages(90)
+    # Streaming starts once the echo's subscription matched the node's publisher: on a loaded
+    # machine discovery can take longer than any fixed delay (868 of 1000 seen).
+    echo.read_until('MATCHED', 120)
+    start.touch()
+    msgs, summary = echo.messages(180)
     assert summary['received'] == n
     gyro = np.array([[m['angular_velocity'][k] for k in 'xyz'] for m in msgs])
     accel = np.array([[m['linear_acceleration'][k] for k in 'xyz'] for m in msgs])
@@ -95,8 +111,18 @@ def test_a_missing_port_fails_at_start_with_its_name(procs: ProcGroup) -> None:
 
 def test_unplugged_device_is_reported_and_reconnected(procs: ProcGroup, tmp_path) -> None:  # type: ignore[no-untyped-def]
     link = str(tmp_path / 'ttyMTi')
-    diag = procs.echo('/diagnostics', 'diagnostic_msgs/msg/DiagnosticArray', '--timeout', '14')
-    echo = procs.echo('/imu/out/imu', 'sensor_msgs/msg/Imu', '--idle', '15', '--timeout', '60')
+    diag = procs.echo('/diagnostics', 'diagnostic_msgs/msg/DiagnosticArray', '--timeout', '40')
+    echo = procs.echo(
+        '/imu/out/imu',
+        'sensor_msgs/msg/Imu',
+        '--idle',
+        '15',
+        '--timeout',
+        '120',
+        '--matched',
+        '1',
+    )
+    start = tmp_path / 'start'
     emu = _emulator(
         procs,
         link,
@@ -104,14 +130,16 @@ def test_unplugged_device_is_reported_and_reconnected(procs: ProcGroup, tmp_path
         '600',
         '--speed',
         '2',
-        '--stream-delay',
-        '5',  # a loaded CI machine can take seconds to match the echo's subscription
+        '--start-file',
+        str(start),  # streams once the echo matched: discovery under load takes seconds
         '--drop-after',
         '200',
         '--reopen-after',
         '2',
     )
     _imu(procs, link, '-p', 'diagnostics_period_s:=0.2', '-p', 'reconnect_initial_s:=0.2')
+    echo.read_until('MATCHED', 120)
+    start.touch()
     assert emu.read_until('DROPPED ', 60)[1] == 'DROPPED {"after": 200}'
     msgs, _ = echo.messages(60)
     # Everything sent after the reconnect arrives; of what was sent before the drop, what was

@@ -101,10 +101,12 @@ def _camera(ts: Any, world: World, seed: int, raw: bool, cam: sm.CameraModel) ->
 
 def _radar(ts: Any, world: World, seed: int, model: sm.RadarModel) -> Iterator[Item]:
     rng = np.random.default_rng([seed, 2])
+    ids = sm.RadarIds()
     k = 0
     while (t := 0.013 + k * model.period_s) < world.seconds:
         objs = []
-        for o in sm.radar_scan(model, world, t, rng):
+        seen = {aid: v['radar'] for aid, v in sm.radar_visibility(world, t, model).items()}
+        for o in sm.radar_scan(model, world, t, rng, ids, seen):
             objs.append(
                 make(
                     ts,
@@ -201,9 +203,16 @@ def _audio(
         yield log, 0, '/microphone/out/audio', 'rt_fusion_msgs/msg/AudioChunk', msg
 
 
-def truth_at(world: World, t: float) -> dict[str, Any]:
-    """Ground truth at time t: ego pose/velocity (world) and objects (world and base_link)."""
+def truth_at(
+    world: World,
+    t: float,
+    cam: sm.CameraModel | None = None,
+    radar: sm.RadarModel | None = None,
+) -> dict[str, Any]:
+    """Ground truth at time t: ego pose/velocity (world), objects (world and base_link) and
+    which sensors see each object (``visible``: field of view, range, occlusion)."""
     ego = world.ego.at(t)
+    seen = sm.visibility(world, t, cam or sm.CameraModel(), radar or sm.RadarModel())
     objects = []
     for a in world.actors:
         st = a.at(t)
@@ -221,6 +230,7 @@ def truth_at(world: World, t: float) -> dict[str, Any]:
                 'ego_y': ey,
                 'ego_yaw': math.remainder(st['yaw'] - ego['yaw'], math.tau),
                 'size': list(a.size),
+                'visible': seen[a.id],
             }
         )
     return {
@@ -254,7 +264,8 @@ def _truth(ts: Any, world: World) -> Iterator[Item]:
                     yaw=o['ego_yaw'],
                     size=make(ts, vec, x=o['size'][0], y=o['size'][1], z=o['size'][2]),
                     velocity=make(ts, vec, x=rvx, y=rvy, z=0.0),
-                    sources=0,
+                    # Ground truth, and which sensors see it (SOURCE_RADAR / SOURCE_CAMERA).
+                    sources=128 | int(o['visible']['radar']) | 2 * int(o['visible']['camera']),
                 )
             )
         msg = make(
@@ -351,7 +362,7 @@ def generate(
         't0_ns': T0_NS,
         'camera_hz': CAMERA_HZ,
         'audio_events': world.audio_events,
-        'frames': [truth_at(world, k / CAMERA_HZ) for k in range(int(seconds * CAMERA_HZ))],
+        'frames': [truth_at(world, k / CAMERA_HZ, cam) for k in range(int(seconds * CAMERA_HZ))],
     }
     (out / 'ground_truth.json').write_text(json.dumps(_round(truth), sort_keys=True) + '\n')
     (out / 'camera_info.yaml').write_text(yaml.safe_dump(cam.camera_info(), sort_keys=True))

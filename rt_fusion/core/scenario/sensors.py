@@ -1,9 +1,31 @@
 """Sensor models of the scenario generator: camera, radar, IMU and microphone.
 
-Each model is a pure function of the world, the time and a seeded ``numpy.random.Generator``, so a
-seed gives the same recording on every machine. Mounting (base_link = the ego reference point on
-the road, x forward, y left, z up): camera at ``CAMERA_POS`` looking forward, radar at
-``RADAR_POS``.
+Each model is a pure function of the world, the time and a seeded ``numpy.random.Generator`` (the
+radar's id bookkeeping, :class:`RadarIds`, is state carried from scan to scan), so a seed gives the
+same recording on every machine. Mounting (base_link = the ego reference point on the road, x
+forward, y left, z up): camera at ``CAMERA_POS`` looking forward, radar at ``RADAR_POS``.
+
+Visibility (:func:`visibility`, written into the ground truth per frame and object): an object is
+seen by a sensor when its centre is inside the sensor's field of view and range and at most
+``OCCLUDED_FRACTION`` of its horizontal extent (the azimuth interval of its footprint, seen from
+the sensor) is covered by nearer objects. The radar only reports what it sees.
+
+Where the models are simpler than the real sensors (the ARS408 recording in ``../shared/data``
+is the reference for the radar's figures):
+
+- radar: one return per object at its centre (the real sensor's object point wanders over the
+  body, and it splits or merges close objects); range/azimuth/doppler noise Gaussian and
+  independent of range; detection probability fixed per class; no multipath, no guard-rail
+  ghosts; false alarms uniform over the field of view, independent from scan to scan (Poisson,
+  0.5 per scan), with existence probabilities in the same coded steps as real ones (25 … 100 %,
+  overlapping those of young real objects); object ids are the sensor's own (:class:`RadarIds`:
+  the lowest free id, a new one when an object is lost for two scans, freed ids reused at once by
+  unrelated objects, as the recording shows: 42 ids for 58 births in 515 cycles);
+- occlusion: 2D, by azimuth intervals of footprints only (a truck behind a car is hidden like a
+  car; heights are ignored), all or nothing at ``OCCLUDED_FRACTION``;
+- camera: pinhole without distortion, flat shaded boxes (the detector issue replaces it);
+- IMU: white noise and constant bias, no temperature or scale-factor errors;
+- microphone: synthetic sirens and horns over road noise plus the real clips, spherical spreading.
 """
 
 from __future__ import annotations
@@ -21,6 +43,13 @@ from rt_fusion.core.scenario.world import ScenarioError, Track, World, ego_frame
 
 CAMERA_POS = (1.8, 0.0, 1.4)
 RADAR_POS = (3.6, 0.0, 0.5)
+CAMERA_MAX_RANGE_M = 150.0  # beyond it an object is a few pixels: not "seen"
+OCCLUDED_FRACTION = 0.7  # of an object's azimuth extent covered by nearer objects
+# ARS408 Obj_ProbOfExist steps; a young track's and a false alarm's (weights) overlap.
+PROB_STEPS = (0.25, 0.5, 0.75, 0.9, 0.99, 0.999, 1.0)
+PROB_YOUNG = (0.1, 0.2, 0.4, 0.2, 0.1, 0.0, 0.0)
+PROB_MATURE = (0.0, 0.0, 0.02, 0.03, 0.05, 0.05, 0.85)  # the recording: 83 % at 100 %
+PROB_FALSE_ALARM = (0.3, 0.3, 0.25, 0.1, 0.05, 0.0, 0.0)
 GRAVITY = 9.80665
 
 # Colours (BGR) of the classes; the camera draws boxes in these, shaded per face.
@@ -173,6 +202,116 @@ def render(
     return np.clip(img, 0, 255).astype(np.uint8)
 
 
+def _azimuth_intervals(
+    world: World, t: float, origin: tuple[float, float]
+) -> dict[int, tuple[float, float, float, float]]:
+    """Per actor seen from ``origin`` (base_link): (range, azimuth, lo, hi) [m, rad]."""
+    ego = world.ego.at(t)
+    out = {}
+    for a in world.actors:
+        st = a.at(t)
+        corners = box_corners(st, a.size, ego)[:4, :2] - np.asarray(origin)
+        az = np.arctan2(corners[:, 1], corners[:, 0])
+        ex, ey = ego_frame(ego, st['x'], st['y'])
+        cx, cy = ex - origin[0], ey - origin[1]
+        centre = math.atan2(cy, cx)
+        # Unwrapped around the centre so an object straddling ±pi behind does not span the circle.
+        rel = np.remainder(az - centre + math.pi, math.tau) - math.pi
+        out[a.id] = (
+            math.hypot(cx, cy),
+            centre,
+            centre + float(rel.min()),
+            centre + float(rel.max()),
+        )
+    return out
+
+
+def _covered(lo: float, hi: float, others: list[tuple[float, float]]) -> float:
+    """Fraction of [lo, hi] covered by the union of the ``others`` intervals."""
+    width = hi - lo
+    if width <= 1e-9:
+        return 0.0
+    spans = sorted((max(a, lo), min(b, hi)) for a, b in others if b > lo and a < hi)
+    covered, end = 0.0, lo
+    for a, b in spans:
+        if b > end:
+            covered += b - max(a, end)
+            end = b
+    return covered / width
+
+
+def _seen(
+    intervals: dict[int, tuple[float, float, float, float]], in_fov: dict[int, bool]
+) -> dict[int, bool]:
+    seen = {}
+    for aid, (rng_m, _, lo, hi) in intervals.items():
+        if not in_fov[aid]:
+            seen[aid] = False
+            continue
+        nearer = [
+            (a_lo, a_hi) for o, (r, _, a_lo, a_hi) in intervals.items() if o != aid and r < rng_m
+        ]
+        seen[aid] = _covered(lo, hi, nearer) < OCCLUDED_FRACTION
+    return seen
+
+
+def radar_visibility(world: World, t: float, radar: RadarModel) -> dict[int, dict[str, bool]]:
+    """Per actor id: ``{'radar': bool}`` (field of view, range, occlusion)."""
+    iv = _azimuth_intervals(world, t, RADAR_POS[:2])
+    fov = {
+        aid: 1.0 < r < radar.max_range and abs(math.degrees(az)) < radar.fov_deg
+        for aid, (r, az, _, _) in iv.items()
+    }
+    return {aid: {'radar': v} for aid, v in _seen(iv, fov).items()}
+
+
+def visibility(
+    world: World, t: float, cam: CameraModel, radar: RadarModel
+) -> dict[int, dict[str, bool]]:
+    """Per actor id: ``{'camera': bool, 'radar': bool}`` (field of view, range, occlusion)."""
+    iv = _azimuth_intervals(world, t, CAMERA_POS[:2])
+    half_fov = math.atan2(cam.cx, cam.fx)
+    fov = {
+        aid: abs(az) < half_fov and r * math.cos(az) > 1.0 and r < CAMERA_MAX_RANGE_M
+        for aid, (r, az, _, _) in iv.items()
+    }
+    cam_seen = _seen(iv, fov)
+    rad = radar_visibility(world, t, radar)
+    return {aid: {'camera': cam_seen[aid], 'radar': rad[aid]['radar']} for aid in iv}
+
+
+class RadarIds:
+    """The sensor's own object ids: lowest free id, lost after two missed scans, reused at once."""
+
+    def __init__(self, max_ids: int = 100, lost_after: int = 2) -> None:
+        self.max_ids = max_ids
+        self.lost_after = lost_after
+        self.ids: dict[int, int] = {}  # actor id -> sensor id
+        self.age: dict[int, int] = {}  # actor id -> scans since its id was given
+        self.missed: dict[int, int] = {}
+
+    def scan(self, detected: list[int], false_alarms: int) -> tuple[dict[int, int], list[int]]:
+        """Ids for the actors detected in this scan, and ids for its false alarms."""
+        for aid in list(self.ids):
+            if aid in detected:
+                self.missed[aid] = 0
+                continue
+            self.missed[aid] = self.missed.get(aid, 0) + 1
+            if self.missed[aid] >= self.lost_after:
+                del self.ids[aid], self.age[aid], self.missed[aid]
+        used = set(self.ids.values())
+        free = (i for i in range(self.max_ids) if i not in used)
+        for aid in detected:
+            if aid not in self.ids:
+                self.ids[aid] = next(free)
+                self.age[aid] = 0
+                self.missed[aid] = 0
+            else:
+                self.age[aid] += 1
+        fa_ids = [next(free) for _ in range(false_alarms)]
+        return {aid: self.ids[aid] for aid in detected}, fa_ids
+
+
 @dataclasses.dataclass(frozen=True)
 class RadarModel:
     """ARS408-like object list: noisy range/azimuth, doppler, RCS, false alarms, misses."""
@@ -190,14 +329,26 @@ class RadarModel:
 
 
 def radar_scan(
-    model: RadarModel, world: World, t: float, rng: np.random.Generator
+    model: RadarModel,
+    world: World,
+    t: float,
+    rng: np.random.Generator,
+    ids: RadarIds | None = None,
+    seen: dict[int, bool] | None = None,
 ) -> list[dict[str, Any]]:
-    """Objects of one scan in the radar frame (x forward, y left), velocities relative."""
+    """Objects of one scan in the radar frame (x forward, y left), velocities relative.
+
+    With ``ids`` the objects carry the sensor's own ids and existence probabilities (young tracks
+    lower, overlapping the false alarms'); without, the actors' ids (model tests). ``seen``
+    (actor id -> visible to the radar) leaves occluded actors out.
+    """
     ego = world.ego.at(t)
     c, s = math.cos(ego['yaw']), math.sin(ego['yaw'])
     ego_v = (c * ego['vx'] + s * ego['vy'], -s * ego['vx'] + c * ego['vy'])
-    out = []
+    out: list[dict[str, Any]] = []
     for a in world.actors:
+        if seen is not None and not seen.get(a.id, False):
+            continue
         st = a.at(t)
         ex, ey = ego_frame(ego, st['x'], st['y'])
         rx, ry = ex - RADAR_POS[0], ey - RADAR_POS[1]
@@ -246,6 +397,18 @@ def radar_scan(
                 'true': None,
             }
         )
+    if ids is not None:
+        real = [o for o in out if o['true'] is not None]
+        fake = [o for o in out if o['true'] is None]
+        given, fa_ids = ids.scan([o['id'] for o in real], len(fake))
+        for o in real:
+            o['actor'] = o['id']
+            young = ids.age[o['id']] < 3
+            o['prob'] = float(rng.choice(PROB_STEPS, p=PROB_YOUNG if young else PROB_MATURE))
+            o['id'] = given[o['id']]
+        for o, fid in zip(fake, fa_ids, strict=True):
+            o['id'] = fid
+            o['prob'] = float(rng.choice(PROB_STEPS, p=PROB_FALSE_ALARM))
     return out
 
 

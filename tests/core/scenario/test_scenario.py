@@ -248,3 +248,77 @@ def test_real_clips_mix_in_when_present(tmp_path: Path) -> None:
     assert rms(1.1, 1.9) > 5 * rms(0.1, 0.9)
     with pytest.raises(ScenarioError, match=r"car-horn\.wav' not found"):
         generate(sc, 1.0, 0, tmp_path / 'again', clips_dir=tmp_path)
+
+
+def _line_up(speed_behind: float = 0.0) -> object:
+    # Ego in lane 0; a car 20 m ahead, a truck 45 m ahead in the same lane (hidden behind the car
+    # for both sensors), a car 30 m ahead in the left lane, and a car 30 m behind (out of view).
+    scenario = {
+        'name': 'line_up',
+        'road': {'curvature': 0.0, 'lanes': 2, 'lane_width': 3.5},
+        'ego': {'class': 'car', 'speed': 10.0, 'lane': 0},
+        'actors': [
+            {'class': 'car', 'lane': 0, 's': 20.0, 'speed': 10.0},
+            {'class': 'car', 'lane': 0, 's': 45.0, 'speed': 10.0 + speed_behind},
+            {'class': 'car', 'lane': 1, 's': 30.0, 'speed': 10.0},
+            {'class': 'car', 'lane': 0, 's': -30.0, 'speed': 10.0},
+        ],
+    }
+    return build_world(scenario, 2.0)
+
+
+def test_visibility_knows_field_of_view_and_occlusion() -> None:
+    world = _line_up()
+    ids = [a.id for a in world.actors]  # type: ignore[attr-defined]
+    seen = sm.visibility(world, 0.5, sm.CameraModel(), sm.RadarModel())  # type: ignore[arg-type]
+    assert seen[ids[0]] == {'camera': True, 'radar': True}
+    assert seen[ids[1]] == {'camera': False, 'radar': False}  # behind the first car
+    assert seen[ids[2]] == {'camera': True, 'radar': True}  # beside it, in the next lane
+    assert seen[ids[3]] == {'camera': False, 'radar': False}  # behind the ego
+
+
+def test_the_radar_reports_only_what_it_sees() -> None:
+    world = _line_up()
+    hidden = world.actors[1].id  # type: ignore[attr-defined]
+    rng = np.random.default_rng(0)
+    model = sm.RadarModel(false_alarms=0.0, detect_prob=1.0)
+    for k in range(20):
+        t = 0.05 * k
+        seen = {a: v['radar'] for a, v in sm.radar_visibility(world, t, model).items()}  # type: ignore[arg-type]
+        scan = sm.radar_scan(model, world, t, rng, sm.RadarIds(), seen)  # type: ignore[arg-type]
+        assert hidden not in {o['actor'] for o in scan}
+        assert len(scan) == 2
+
+
+def test_radar_ids_are_the_sensors_own_lost_renewed_and_reused() -> None:
+    ids = sm.RadarIds(lost_after=2)
+    # Scan 0: actors 7 and 9 appear -> ids 0 and 1; one false alarm -> id 2.
+    given, fa = ids.scan([7, 9], 1)
+    assert given == {7: 0, 9: 1} and fa == [2]
+    # Scan 1: 7 missed once (keeps its id), 9 seen; the false alarm's id is free again.
+    given, fa = ids.scan([9], 1)
+    assert given == {9: 1} and fa == [2]
+    # Scan 2: 7 missed twice: lost. Scan 3: an unrelated actor 4 takes id 0 at once ...
+    ids.scan([9], 0)
+    given, _ = ids.scan([4, 9], 0)
+    assert given == {4: 0, 9: 1}
+    # ... and 7, found again, gets a new id.
+    given, _ = ids.scan([4, 9, 7], 0)
+    assert given[7] == 2
+
+
+def test_generated_radar_ids_and_existence_do_not_give_the_answer_away(cut_in) -> None:  # type: ignore[no-untyped-def]
+    out, _ = cut_in
+    truth = json.loads((out / 'ground_truth.json').read_text())
+    actors = {o['id'] for f in truth['frames'] for o in f['objects']}
+    ids, probs = set(), []
+    for m in iter_messages(out / 'bag', ['/radar/out/objects']):
+        for o in m.msg.objects:
+            ids.add(o.id)
+            probs.append(o.existence_probability)
+    assert ids != actors  # sensor ids, not the actors' own
+    assert len(set(np.round(probs, 3))) >= 3  # existence varies, not a constant per kind
+    # Every truth object carries which sensors see it.
+    assert all(
+        set(o['visible']) == {'camera', 'radar'} for f in truth['frames'] for o in f['objects']
+    )

@@ -1,0 +1,430 @@
+"""Scoring perception and planning outputs against ground truth (ROS-free).
+
+Perception, per frame (the fused objects at a camera frame's time against the truth at that time,
+both in the vehicle frame ``base_link``):
+
+- **matching**: outputs and truth objects are paired by centre distance in metres with
+  :func:`scipy.optimize.linear_sum_assignment`, pairs farther apart than ``gate_m`` rejected. As in
+  CLEAR MOT (Bernardin & Stiefelhagen 2008), a truth object that was matched to an output id in
+  the previous frame keeps that pairing first when it is still within the gate; only the rest go
+  through the assignment.
+- **what counts**: the *evaluated* truth objects are those inside the region (``min_range_m`` <
+  range ≤ ``max_range_m``, |y| ≤ ``max_abs_y_m``) and, in the ``visible`` view, seen by at least
+  one sensor (the generator's visibility flags). An output matched to a truth object that is not
+  evaluated (out of the region, or hidden) is neither a true nor a false positive; an unmatched
+  output outside the region is ignored; an unmatched output inside it is a false positive.
+- **metrics**: precision, recall, F1; CLEAR MOT (MOTA = 1 − (FN + FP + IDSW) / GT, MOTP = mean
+  distance of matches [m], ID switches, fragmentations = interruptions of a truth object's
+  tracked span that tracking later resumes); position and velocity error (mean, P95) over matches;
+  class accuracy over matches whose output has a class; recall per range bin.
+
+Latency: per stage, P50/P99/max of the differences of stamps carried by the outputs.
+
+Planning, per published trajectory (points in the world frame, times from the plan's start):
+minimum gap between the ego's box along the plan and the true actors' boxes at the same times
+(oriented rectangles; 0 when they overlap), the first time of overlap (time to collision along the
+plan), collisions (plans that overlap a true actor within their horizon), comfort (peak |a| and
+|jerk| along the plans) and emergency stops.
+
+Time is passed in; nothing here reads a clock.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from scipy.optimize import linear_sum_assignment
+
+from rt_fusion.core.errors import ParameterError
+from rt_fusion.core.params import param
+
+# Object classes of rt_fusion_msgs/Object, by the names the scenario truth uses.
+CLASS_CODES = {
+    'unknown': 0,
+    'car': 1,
+    'truck': 2,
+    'pedestrian': 3,
+    'bicycle': 4,
+    'motorcycle': 5,
+    'static': 6,
+    'emergency_vehicle': 7,
+}
+UNKNOWN = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class EvalParams:
+    """What counts as a match and which truth objects are scored."""
+
+    gate_m: float = param('largest centre distance of a match', unit='m', default=2.0, low=0.01)
+    min_range_m: float = param('nearer truth objects are not scored', unit='m', default=1.0, low=0)
+    max_range_m: float = param('farther truth objects are not scored', unit='m', default=80.0)
+    max_abs_y_m: float = param('truth further to the side is not scored', unit='m', default=20.0)
+    range_bins_m: tuple[float, ...] = param(
+        'edges of the recall-per-range bins', unit='m', default=(0.0, 30.0, 60.0, 100.0)
+    )
+
+    def validate(self) -> None:
+        """Raises ParameterError for an inconsistent set."""
+        if not 0 <= self.min_range_m < self.max_range_m:
+            raise ParameterError('max_range_m', self.max_range_m, 'must exceed min_range_m ≥ 0')
+        edges = self.range_bins_m
+        if len(edges) < 2 or any(b <= a for a, b in itertools.pairwise(edges)):
+            raise ParameterError('range_bins_m', edges, 'needs ≥ 2 increasing edges')
+
+
+@dataclasses.dataclass(frozen=True)
+class TruthObject:
+    """One true object at one frame, in the vehicle frame; velocity over ground [m/s]."""
+
+    id: int
+    x: float
+    y: float
+    vx: float = 0.0
+    vy: float = 0.0
+    cls: int = UNKNOWN
+    visible: bool = True  # seen by at least one sensor (in its field of view, not occluded)
+
+
+@dataclasses.dataclass(frozen=True)
+class OutputObject:
+    """One output object (a track or a detection) at one frame, in the vehicle frame."""
+
+    id: int
+    x: float
+    y: float
+    vx: float = 0.0
+    vy: float = 0.0
+    cls: int = UNKNOWN
+
+
+@dataclasses.dataclass(frozen=True)
+class Frame:
+    """Truth and outputs at one time. ``outputs`` is None when the system published nothing."""
+
+    stamp_ns: int
+    truth: Sequence[TruthObject]
+    outputs: Sequence[OutputObject] | None
+
+
+def match(
+    truth: Sequence[TruthObject],
+    outputs: Sequence[OutputObject],
+    gate_m: float,
+    keep: dict[int, int] | None = None,
+) -> list[tuple[int, int, float]]:
+    """Pairs (truth index, output index, distance) with distance ≤ gate_m.
+
+    ``keep`` maps truth ids to the output id they were matched to before; such a pair is kept
+    first when both are present and within the gate (CLEAR MOT's correspondence rule).
+    """
+    if not truth or not outputs:
+        return []
+    t_xy = np.array([[o.x, o.y] for o in truth], dtype=np.float64)
+    o_xy = np.array([[o.x, o.y] for o in outputs], dtype=np.float64)
+    dist = np.linalg.norm(t_xy[:, None, :] - o_xy[None, :, :], axis=2)
+    pairs: list[tuple[int, int, float]] = []
+    used_t: set[int] = set()
+    used_o: set[int] = set()
+    if keep:
+        out_index = {o.id: j for j, o in enumerate(outputs)}
+        for i, obj in enumerate(truth):
+            j = out_index.get(keep.get(obj.id, -1), -1)
+            if j >= 0 and j not in used_o and dist[i, j] <= gate_m:
+                pairs.append((i, j, float(dist[i, j])))
+                used_t.add(i)
+                used_o.add(j)
+    rows = [i for i in range(len(truth)) if i not in used_t]
+    cols = [j for j in range(len(outputs)) if j not in used_o]
+    if rows and cols:
+        sub = dist[np.ix_(rows, cols)]
+        big = gate_m * 1e3 + float(sub.max())
+        r, c = linear_sum_assignment(np.where(sub <= gate_m, sub, big))
+        for a, b in zip(r, c, strict=True):
+            if sub[a, b] <= gate_m:
+                pairs.append((rows[a], cols[b], float(sub[a, b])))
+    return sorted(pairs)
+
+
+def _in_region(x: float, y: float, p: EvalParams) -> bool:
+    rng = math.hypot(x, y)
+    return p.min_range_m < rng <= p.max_range_m and abs(y) <= p.max_abs_y_m
+
+
+def _stats(values: list[float]) -> dict[str, float]:
+    if not values:
+        return {'mean': math.nan, 'p95': math.nan}
+    arr = np.asarray(values, dtype=np.float64)
+    return {'mean': float(arr.mean()), 'p95': float(np.percentile(arr, 95))}
+
+
+def score_perception(
+    frames: Sequence[Frame], params: EvalParams | None = None, visible_only: bool = True
+) -> dict[str, Any]:
+    """Detection, tracking and state-error metrics over a run (see the module docstring)."""
+    p = params or EvalParams()
+    p.validate()
+    tp = fp = fn = idsw = 0
+    gt_total = 0
+    dists: list[float] = []
+    pos_err: list[float] = []
+    vel_err: list[float] = []
+    cls_ok = cls_n = 0
+    edges = p.range_bins_m
+    bin_tp = [0] * (len(edges) - 1)
+    bin_gt = [0] * (len(edges) - 1)
+    last_match: dict[int, int] = {}  # truth id -> output id it was last matched to
+    tracked_seq: dict[int, list[bool]] = {}
+    frames_with_output = 0
+    for frame in frames:
+        outputs = frame.outputs or []
+        frames_with_output += frame.outputs is not None
+        pairs = match(frame.truth, outputs, p.gate_m, last_match)
+        matched_t = {i: (j, d) for i, j, d in pairs}
+        matched_o = {j for _, j, _ in pairs}
+        for i, obj in enumerate(frame.truth):
+            evaluated = _in_region(obj.x, obj.y, p) and (obj.visible or not visible_only)
+            if not evaluated:
+                continue
+            gt_total += 1
+            rng = math.hypot(obj.x, obj.y)
+            k = int(np.searchsorted(edges, rng, side='right')) - 1
+            in_bin = 0 <= k < len(bin_gt)
+            if in_bin:
+                bin_gt[k] += 1
+            hit = matched_t.get(i)
+            tracked_seq.setdefault(obj.id, []).append(hit is not None)
+            if hit is None:
+                fn += 1
+                continue
+            j, d = hit
+            out = outputs[j]
+            tp += 1
+            if in_bin:
+                bin_tp[k] += 1
+            dists.append(d)
+            pos_err.append(d)
+            vel_err.append(math.hypot(out.vx - obj.vx, out.vy - obj.vy))
+            if out.cls != UNKNOWN:
+                cls_n += 1
+                cls_ok += out.cls == obj.cls
+            before = last_match.get(obj.id)
+            if before is not None and before != out.id:
+                idsw += 1
+        for i, j, _ in pairs:
+            last_match[frame.truth[i].id] = outputs[j].id
+        for j, out in enumerate(outputs):
+            if j not in matched_o and _in_region(out.x, out.y, p):
+                fp += 1
+    frag = 0
+    for seq in tracked_seq.values():
+        arr = np.asarray(seq, dtype=bool)
+        hits = np.flatnonzero(arr)
+        if hits.size:
+            span = arr[hits[0] : hits[-1] + 1]
+            frag += int(np.count_nonzero(span[:-1] & ~span[1:]))
+    precision = tp / (tp + fp) if tp + fp else math.nan
+    recall = tp / gt_total if gt_total else math.nan
+    f1 = (
+        2 * precision * recall / (precision + recall)
+        if tp and not math.isnan(precision) and not math.isnan(recall)
+        else (0.0 if gt_total else math.nan)
+    )
+    n_frames = len(frames)
+    pos, vel = _stats(pos_err), _stats(vel_err)
+    bins = {
+        f'{edges[k]:g}-{edges[k + 1]:g}': (bin_tp[k] / bin_gt[k] if bin_gt[k] else math.nan)
+        for k in range(len(bin_gt))
+    }
+    return {
+        'frames': n_frames,
+        'frames_with_output': frames_with_output,
+        'gt': gt_total,
+        'tp': tp,
+        'fp': fp,
+        'fn': fn,
+        'precision': precision,
+        'recall': recall,
+        'f1': f1,
+        'mota': 1.0 - (fn + fp + idsw) / gt_total if gt_total else math.nan,
+        'motp_m': float(np.mean(dists)) if dists else math.nan,
+        'id_switches': idsw,
+        'fragmentations': frag,
+        'truth_objects': len(tracked_seq),
+        'pos_err_m': pos['mean'],
+        'pos_err_p95_m': pos['p95'],
+        'vel_err_mps': vel['mean'],
+        'vel_err_p95_mps': vel['p95'],
+        'class_accuracy': cls_ok / cls_n if cls_n else math.nan,
+        'fp_per_frame': fp / n_frames if n_frames else math.nan,
+        'recall_by_range': bins,
+    }
+
+
+def latency_stages(stamps: dict[str, npt.ArrayLike]) -> dict[str, dict[str, float]]:
+    """P50/P99/max [ms] of consecutive stage differences.
+
+    ``stamps`` maps stage names, in pipeline order, to per-output stamps [ns] (equal lengths);
+    each stage's latency is its stamp minus the previous stage's, plus ``total`` (last − first).
+    """
+    names = list(stamps)
+    arrays = [np.asarray(stamps[n], dtype=np.int64) for n in names]
+    out: dict[str, dict[str, float]] = {}
+    pairs = [
+        (f'{a}->{b}', arrays[k], arrays[k + 1])
+        for k, (a, b) in enumerate(itertools.pairwise(names))
+    ]
+    if len(names) > 2:
+        pairs.append(('total', arrays[0], arrays[-1]))
+    for label, start, end in pairs:
+        ok = (start > 0) & (end > 0)
+        d = (end[ok] - start[ok]) / 1e6
+        if d.size == 0:
+            continue
+        out[label] = {
+            'p50_ms': float(np.percentile(d, 50)),
+            'p99_ms': float(np.percentile(d, 99)),
+            'max_ms': float(d.max()),
+            'n': int(d.size),
+        }
+    return out
+
+
+# --- planning ------------------------------------------------------------------------------------
+
+
+def box_corners(
+    x: float, y: float, yaw: float, length: float, width: float
+) -> npt.NDArray[np.float64]:
+    """The 4 corners (counter-clockwise) of an oriented rectangle centred at (x, y)."""
+    c, s = math.cos(yaw), math.sin(yaw)
+    hl, hw = length / 2, width / 2
+    local = np.array([[hl, hw], [-hl, hw], [-hl, -hw], [hl, -hw]], dtype=np.float64)
+    rot = np.array([[c, -s], [s, c]], dtype=np.float64)
+    corners: npt.NDArray[np.float64] = local @ rot.T + np.array([x, y], dtype=np.float64)
+    return corners
+
+
+def _overlap(a: npt.NDArray[np.float64], b: npt.NDArray[np.float64]) -> bool:
+    for poly in (a, b):
+        edges = np.roll(poly, -1, axis=0) - poly
+        for e in edges:
+            axis = np.array([-e[1], e[0]])
+            pa, pb = a @ axis, b @ axis
+            if pa.max() < pb.min() or pb.max() < pa.min():
+                return False
+    return True
+
+
+def _point_segment(
+    p: npt.NDArray[np.float64], a: npt.NDArray[np.float64], b: npt.NDArray[np.float64]
+) -> float:
+    ab = b - a
+    t = float(np.clip(np.dot(p - a, ab) / max(float(np.dot(ab, ab)), 1e-12), 0.0, 1.0))
+    return float(np.linalg.norm(p - (a + t * ab)))
+
+
+def box_gap(a: npt.NDArray[np.float64], b: npt.NDArray[np.float64]) -> float:
+    """Distance between two convex polygons [m]; 0 when they overlap (separating axis test)."""
+    if _overlap(a, b):
+        return 0.0
+    best = math.inf
+    for p, q in ((a, b), (b, a)):
+        for k in range(len(q)):
+            seg_a, seg_b = q[k], q[(k + 1) % len(q)]
+            for pt in p:
+                best = min(best, _point_segment(pt, seg_a, seg_b))
+    return best
+
+
+@dataclasses.dataclass(frozen=True)
+class ActorTrack:
+    """A true actor's motion: times [s] and world poses, with its footprint [m]."""
+
+    id: int
+    t: npt.NDArray[np.float64]
+    x: npt.NDArray[np.float64]
+    y: npt.NDArray[np.float64]
+    yaw: npt.NDArray[np.float64]
+    length: float
+    width: float
+
+    def at(self, t: float) -> tuple[float, float, float] | None:
+        """Pose at t (linear interpolation), None outside the recorded span."""
+        if t < self.t[0] - 1e-9 or t > self.t[-1] + 1e-9:
+            return None
+        yaw = np.unwrap(self.yaw)
+        return (
+            float(np.interp(t, self.t, self.x)),
+            float(np.interp(t, self.t, self.y)),
+            float(np.interp(t, self.t, yaw)),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """One published trajectory in the world frame: start time [s], points, status."""
+
+    t0: float
+    t: npt.NDArray[np.float64]  # from t0 [s]
+    x: npt.NDArray[np.float64]
+    y: npt.NDArray[np.float64]
+    yaw: npt.NDArray[np.float64]
+    a: npt.NDArray[np.float64]
+    emergency: bool = False
+
+
+def score_planning(
+    plans: Sequence[Plan],
+    actors: Sequence[ActorTrack],
+    ego_size: tuple[float, float] = (4.5, 1.9),
+    horizon_s: float = 3.0,
+) -> dict[str, Any]:
+    """Gaps, time to collision, collisions and comfort of the plans against the true actors.
+
+    Only the first ``horizon_s`` of each plan is checked: beyond it the actors' true motion is
+    what the script made them do, which no planner could know.
+    """
+    min_gap = math.inf
+    min_ttc = math.inf
+    collisions = 0
+    max_acc = 0.0
+    max_jerk = 0.0
+    for plan in plans:
+        collided = False
+        for k in range(len(plan.t)):
+            if plan.t[k] > horizon_s:
+                break
+            ego = box_corners(plan.x[k], plan.y[k], plan.yaw[k], *ego_size)
+            for actor in actors:
+                pose = actor.at(plan.t0 + float(plan.t[k]))
+                if pose is None:
+                    continue
+                gap = box_gap(ego, box_corners(*pose, actor.length, actor.width))
+                min_gap = min(min_gap, gap)
+                if gap <= 0.0:
+                    min_ttc = min(min_ttc, float(plan.t[k]))
+                    collided = True
+        collisions += collided
+        if len(plan.a):
+            max_acc = max(max_acc, float(np.abs(plan.a).max()))
+        if len(plan.a) > 1:
+            dt = np.diff(plan.t)
+            ok = dt > 1e-6
+            if ok.any():
+                max_jerk = max(max_jerk, float(np.abs(np.diff(plan.a)[ok] / dt[ok]).max()))
+    return {
+        'plans': len(plans),
+        'collisions': collisions,
+        'min_gap_m': min_gap if plans else math.nan,
+        'min_ttc_s': min_ttc,
+        'max_abs_accel_mps2': max_acc,
+        'max_abs_jerk_mps3': max_jerk,
+        'emergency_stops': sum(p.emergency for p in plans),
+    }

@@ -1,0 +1,1 @@
+"""The ROS layer: rclpy library code shared by the nodes (compatibility across distributions)."""

@@ -1,0 +1,152 @@
+"""Starting a graph through its launch file, from tools and tests.
+
+``python -m rt_fusion.ros.launching FILE [name:=value ...]`` runs a launch file of the installed
+package (or a path) in a ``launch.LaunchService`` in its own process, so a tool can start the very
+graph ``ros2 launch`` starts, stop it with SIGINT and keep its own signal handling.
+:class:`LaunchedGraph` does that from Python and forwards the graph's output lines.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from rt_fusion.core.errors import RtFusionError
+
+
+class LaunchUnavailableError(RtFusionError):
+    """launch / launch_ros are not installed (make setup installs them from ../shared)."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            'launch/launch_ros are not installed: make setup installs them from '
+            '../shared/wheels/ros2_launch (on a vehicle: the distribution apt packages)'
+        )
+
+
+def available() -> bool:
+    """Whether launch and launch_ros import here."""
+    return all(importlib.util.find_spec(m) is not None for m in ('launch', 'launch_ros'))
+
+
+def resolve(launch_file: str) -> Path:
+    """A launch file: a path, or a name in the installed package's share/rt_fusion/launch."""
+    path = Path(launch_file)
+    if path.is_file():
+        return path.resolve()
+    from ament_index_python.packages import get_package_share_directory  # noqa: PLC0415
+
+    return Path(get_package_share_directory('rt_fusion')) / 'launch' / launch_file
+
+
+class LaunchedGraph:
+    """A launch file running in a child process; lines of its output in ``lines``."""
+
+    def __init__(
+        self,
+        launch_file: str,
+        arguments: Mapping[str, str],
+        env: Mapping[str, str] | None = None,
+        log: Path | None = None,
+    ) -> None:
+        if not available():
+            raise LaunchUnavailableError
+        argv = [sys.executable, '-m', 'rt_fusion.ros.launching', launch_file]
+        argv += [f'{k}:={v}' for k, v in arguments.items()]
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.log = open(log, 'w') if log is not None else None  # noqa: SIM115 (closed in stop)
+        self.popen = subprocess.Popen(
+            argv,
+            env={**os.environ, **(env or {})},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            bufsize=1,
+            start_new_session=True,  # our Ctrl-C reaches it once, through stop()
+        )
+        self._pump = threading.Thread(target=self._read, daemon=True)
+        self._pump.start()
+
+    def _read(self) -> None:
+        assert self.popen.stdout is not None
+        for line in self.popen.stdout:
+            if self.log is not None:
+                self.log.write(line)
+                self.log.flush()
+            self.lines.put(line.rstrip('\n'))
+
+    def wait_for_line(self, needles: str | Sequence[str], deadline_s: float) -> str | None:
+        """The first output line containing one of ``needles`` within ``deadline_s``, else
+        None (also when the graph ended)."""
+        wanted = (needles,) if isinstance(needles, str) else tuple(needles)
+        end = time.monotonic() + deadline_s
+        while time.monotonic() < end:
+            try:
+                line = self.lines.get(timeout=0.1)
+            except queue.Empty:
+                if self.popen.poll() is not None:
+                    return None
+                continue
+            if any(n in line for n in wanted):
+                return line
+        return None
+
+    def stop(self, timeout_s: float = 20.0) -> int:
+        """SIGINT (launch forwards it to every node), SIGKILL if it does not end in time."""
+        if self.popen.poll() is None:
+            self.popen.send_signal(signal.SIGINT)
+            try:
+                self.popen.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.popen.pid, signal.SIGKILL)
+                self.popen.wait()
+        self._pump.join(timeout=5.0)
+        if self.log is not None:
+            self.log.close()
+        return self.popen.returncode
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m rt_fusion.ros.launching FILE [name:=value ...]``: LaunchService.run()."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args:
+        print(__doc__)
+        return 2
+    if not available():
+        print(f'rt_fusion: {LaunchUnavailableError()}', file=sys.stderr)
+        return 2
+    # Imported by name: run from the repository root, mypy would take its launch/ folder.
+    launch: Any = importlib.import_module('launch')
+    sources: Any = importlib.import_module('launch.launch_description_sources')
+
+    launch_args = [tuple(a.split(':=', 1)) for a in args[1:]]
+    bad = [a for a in launch_args if len(a) != 2]
+    if bad:
+        print(f'rt_fusion: launch arguments must be name:=value, got {bad}', file=sys.stderr)
+        return 2
+    service = launch.LaunchService()
+    service.include_launch_description(
+        launch.LaunchDescription(
+            [
+                launch.actions.IncludeLaunchDescription(
+                    sources.PythonLaunchDescriptionSource(str(resolve(args[0]))),
+                    launch_arguments=launch_args,
+                )
+            ]
+        )
+    )
+    return int(service.run())
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,813 @@
+#!/usr/bin/env python3
+"""Regression replay scored against ground truth.
+
+    python tools/evaluate.py --scenario cut_in --seed 5 --seconds 6
+    python tools/evaluate.py --scenario-file my_scenario.yaml --seed 1
+    python tools/evaluate.py --bag PATH/TO/SCENARIO_OR_BAG          # a generated or recorded bag
+    python tools/evaluate.py --suite --seeds 3 --ablate radar_only,camera_only
+    python tools/evaluate.py --suite --baseline config/eval_baseline.yaml   # exit 1 on regression
+
+A built-in scenario (``config/scenarios/``) or a scenario YAML is generated first (seeded,
+deterministic). The bag is then replayed **lock-step** through ``launch/replay.launch.py`` with
+the shipped ``config/replay.yaml`` (the graph a user launches: replay_node → fusion_node →
+trajectory_node), with these run-time overrides only: the fusion node acknowledges every input it
+has taken in and the replay waits for it (``mode:=lockstep``, ``ack_topic``), stamps stay the
+recorded ones (``restamp:=false``) and the planner plans once per object list on the stamps'
+clock (``clock: stamps``). Every message is therefore handled in the same order with the same
+inputs on any machine: two runs give the same outputs and the same ``metrics.json``.
+
+Outputs (fused objects, odometry, trajectories) are recorded and scored with
+:mod:`rt_fusion.core.evaluation` against the truth the generator wrote (``ground_truth.json``):
+perception for objects visible to a sensor and for all objects (1–80 m, |y| ≤ 20 m, 2 m gate),
+planning against the true actors' motion. ``--ablate`` adds runs with an input switched off
+through parameters: ``radar_only`` (no network: ``fusion.backend: none``) and ``camera_only``
+(``fusion.radar_input: false``). Machine-dependent figures (latency) go to ``timing.json``, not
+``metrics.json``.
+
+Per run: ``OUT/<scenario>-s<seed>/<variant>/metrics.json``, ``timing.json``, ``run.png``,
+``graph.log``. A table is printed and a last line ``RESULT precision=… recall=… mota=…
+pos_err_m=… vel_err_mps=… id_switches=… fp_per_frame=… collisions=… min_gap_m=… frames=…
+frames_fused=…`` (the fused runs' aggregate). A bag without truth gets the consistency part
+(frames fused, acknowledgements, latency) and says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import math
+import os
+import re
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from rt_fusion.core import evaluation as ev
+from rt_fusion.core.scenario.generate import generate
+from rt_fusion.ros import launching
+
+ROOT = Path(__file__).resolve().parents[1]
+SCENARIOS = ROOT / 'config' / 'scenarios'
+CONFIG = ROOT / 'config' / 'replay.yaml'
+ACK_TOPIC = '/fusion/ack'
+START_TOPIC = '/evaluate/start'
+VARIANTS = ('fused', 'radar_only', 'camera_only')
+HIGHER_IS_BETTER = ('precision', 'recall', 'f1', 'mota', 'class_accuracy', 'min_gap_m')
+LOWER_IS_BETTER = (
+    'pos_err_m',
+    'vel_err_mps',
+    'id_switches',
+    'fp_per_frame',
+    'collisions',
+    'emergency_stops',
+)
+RESULT_KEYS = (
+    'precision',
+    'recall',
+    'mota',
+    'pos_err_m',
+    'vel_err_mps',
+    'id_switches',
+    'fp_per_frame',
+    'collisions',
+    'min_gap_m',
+)
+
+
+# --- parameters of one run -------------------------------------------------------------------
+
+
+def overrides(variant: str) -> dict[str, Any]:
+    """What an evaluation run changes in the shipped parameter file (nothing else)."""
+    fusion: dict[str, Any] = {'ack_topic': ACK_TOPIC, 'sync': {'max_wait_s': 1.0}}
+    if variant == 'radar_only':
+        fusion['backend'] = 'none'
+    elif variant == 'camera_only':
+        fusion['radar_input'] = False
+        fusion['sync']['wait_for'] = ['imu']
+    elif variant != 'fused':
+        raise SystemExit(f'evaluate: unknown variant {variant!r} (one of {list(VARIANTS)})')
+    return {'fusion': fusion, 'planner': {'clock': 'stamps'}}
+
+
+def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in extra.items():
+        out[key] = (
+            _merge(out[key], value)
+            if isinstance(value, dict) and isinstance(out.get(key), dict)
+            else value
+        )
+    return out
+
+
+def run_params(config: Path, variant: str, out: Path) -> Path:
+    """The shipped parameter file with the run's overrides on top, written to ``out``."""
+    base = yaml.safe_load(config.read_text())
+    merged = dict(base)
+    for node, values in overrides(variant).items():
+        section = base.get(node, {}).get('ros__parameters', {})
+        merged[node] = {'ros__parameters': _merge(section, values)}
+    path = out / 'params.yaml'
+    path.write_text(yaml.safe_dump(merged, sort_keys=True))
+    return path
+
+
+# --- recording the graph's outputs -----------------------------------------------------------
+
+
+class Collector:
+    """An rclpy node in this process recording fused objects, odometry and trajectories."""
+
+    def __init__(self) -> None:
+        import rclpy  # noqa: PLC0415
+        from nav_msgs.msg import Odometry  # noqa: PLC0415
+        from rclpy.context import Context  # noqa: PLC0415
+        from rclpy.event_handler import SubscriptionEventCallbacks  # noqa: PLC0415
+        from rclpy.executors import SingleThreadedExecutor  # noqa: PLC0415
+        from rclpy.qos import (  # noqa: PLC0415
+            DurabilityPolicy,
+            QoSProfile,
+            ReliabilityPolicy,
+            qos_profile_sensor_data,
+        )
+        from rt_fusion_msgs.msg import ObjectArray, Trajectory  # noqa: PLC0415
+        from std_msgs.msg import UInt64  # noqa: PLC0415
+
+        self.context = Context()
+        rclpy.init(context=self.context)
+        self.node = rclpy.create_node('evaluate', context=self.context)
+        reliable = QoSProfile(depth=5000, reliability=ReliabilityPolicy.RELIABLE)
+        self.lock = threading.Lock()
+        self.reset()
+        # Publishers matched per output (the data path, not only the graph): the replay starts
+        # once every output of the new graph reaches this process.
+        self.matched = {'objects': 0, 'odometry': 0, 'trajectory': 0}
+        for key, cls, topic, cb, qos in (
+            ('objects', ObjectArray, '/fusion/out/objects', self._objects, reliable),
+            (
+                'odometry',
+                Odometry,
+                '/fusion/out/odometry',
+                self._odometry,
+                qos_profile_sensor_data,
+            ),
+            ('trajectory', Trajectory, '/planner/out/trajectory', self._plan, reliable),
+        ):
+            events = SubscriptionEventCallbacks(matched=functools.partial(self._matched, key))
+            self.node.create_subscription(cls, topic, cb, qos, event_callbacks=events)
+        self._latched = QoSProfile(
+            depth=1,
+            reliability=ReliabilityPolicy.RELIABLE,
+            durability=DurabilityPolicy.TRANSIENT_LOCAL,
+        )
+        self._uint64 = UInt64
+        self.start_pub: Any = None  # one per run: a latched signal must not start the next one
+        self.runs = 0
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self._stop = threading.Event()
+        self.thread = threading.Thread(target=self._spin, daemon=True)
+        self.thread.start()
+
+    def _matched(self, key: str, info: Any) -> None:
+        with self.lock:
+            self.matched[key] = int(info.current_count)
+
+    def start_when_listening(self, deadline_s: float) -> bool:
+        """Once every output has a matched publisher, sends the replay its start signal."""
+        end = time.monotonic() + deadline_s
+        while time.monotonic() < end:
+            with self.lock:
+                ready = all(n > 0 for n in self.matched.values())
+            if ready:
+                self.runs += 1
+                self.start_pub = self.node.create_publisher(
+                    self._uint64, START_TOPIC, self._latched
+                )
+                self.start_pub.publish(self._uint64(data=self.runs))
+                return True
+            time.sleep(0.05)  # paced: discovery
+        return False
+
+    def reset(self) -> None:
+        """Forgets what was recorded (a new run)."""
+        if getattr(self, 'start_pub', None) is not None:
+            self.node.destroy_publisher(self.start_pub)
+            self.start_pub = None
+        with getattr(self, 'lock', threading.Lock()):
+            self.objects: list[dict[str, Any]] = []
+            self.odometry: dict[int, tuple[float, float, float]] = {}
+            self.plans: list[dict[str, Any]] = []
+
+    def _spin(self) -> None:
+        while not self._stop.is_set():
+            self.executor.spin_once(timeout_sec=0.05)
+
+    @staticmethod
+    def _ns(stamp: Any) -> int:
+        return int(stamp.sec) * 10**9 + int(stamp.nanosec)
+
+    def _objects(self, msg: Any) -> None:
+        rec = {
+            'stamp_ns': self._ns(msg.header.stamp),
+            'inputs_complete_ns': int(msg.inputs_complete_ns),
+            'published_ns': int(msg.published_ns),
+            'received_ns': time.time_ns(),
+            'objects': [
+                (
+                    int(o.id),
+                    float(o.position.x),
+                    float(o.position.y),
+                    float(o.velocity.x),
+                    float(o.velocity.y),
+                    int(o.object_class),
+                )
+                for o in msg.objects
+            ],
+        }
+        with self.lock:
+            self.objects.append(rec)
+
+    def _odometry(self, msg: Any) -> None:
+        q = msg.pose.pose.orientation
+        yaw = math.atan2(2 * (q.w * q.z + q.x * q.y), 1 - 2 * (q.y * q.y + q.z * q.z))
+        p = msg.pose.pose.position
+        with self.lock:
+            self.odometry[self._ns(msg.header.stamp)] = (float(p.x), float(p.y), yaw)
+
+    def _plan(self, msg: Any) -> None:
+        rec = {
+            'stamp_ns': self._ns(msg.header.stamp),
+            'status': int(msg.status),
+            'published_ns': int(msg.published_ns),
+            'received_ns': time.time_ns(),
+            'points': [(p.t, p.x, p.y, p.yaw, p.v, p.a) for p in msg.points],
+        }
+        with self.lock:
+            self.plans.append(rec)
+
+    def close(self) -> None:
+        """Stops spinning and shuts its context down."""
+        self._stop.set()
+        self.thread.join(timeout=5.0)
+        self.node.destroy_node()
+        self.context.try_shutdown()
+
+
+# --- truth ---------------------------------------------------------------------------------------
+
+CLASS_BY_NAME = ev.CLASS_CODES
+
+
+def load_truth(folder: Path) -> dict[str, Any] | None:
+    """``ground_truth.json`` beside the bag (a generated scenario), else None."""
+    path = folder / 'ground_truth.json'
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def truth_frames(truth: dict[str, Any]) -> dict[int, list[ev.TruthObject]]:
+    """Truth per camera stamp, in base_link, velocities over ground rotated into it."""
+    out = {}
+    for frame in truth['frames']:
+        yaw = frame['ego']['yaw']
+        c, s = math.cos(yaw), math.sin(yaw)
+        objs = []
+        for o in frame['objects']:
+            vis = o.get('visible', {'camera': True, 'radar': True})
+            objs.append(
+                ev.TruthObject(
+                    int(o['id']),
+                    float(o['ego_x']),
+                    float(o['ego_y']),
+                    c * o['vx'] + s * o['vy'],
+                    -s * o['vx'] + c * o['vy'],
+                    CLASS_BY_NAME.get(o['class'], ev.UNKNOWN),
+                    bool(vis['camera'] or vis['radar']),
+                )
+            )
+        out[int(frame['stamp_ns'])] = objs
+    return out
+
+
+def actor_tracks(truth: dict[str, Any]) -> list[ev.ActorTrack]:
+    """The true actors' world motion for the planning metrics."""
+    series: dict[int, dict[str, Any]] = {}
+    for frame in truth['frames']:
+        for o in frame['objects']:
+            s = series.setdefault(
+                o['id'], {'t': [], 'x': [], 'y': [], 'yaw': [], 'size': o['size']}
+            )
+            s['t'].append(frame['t'])
+            s['x'].append(o['x'])
+            s['y'].append(o['y'])
+            s['yaw'].append(o['yaw'])
+    return [
+        ev.ActorTrack(
+            aid,
+            np.asarray(s['t']),
+            np.asarray(s['x']),
+            np.asarray(s['y']),
+            np.asarray(s['yaw']),
+            float(s['size'][0]),
+            float(s['size'][1]),
+        )
+        for aid, s in sorted(series.items())
+    ]
+
+
+def plans_in_world(
+    recorded: list[dict[str, Any]],
+    odometry: dict[int, tuple[float, float, float]],
+    truth: dict[str, Any],
+) -> list[ev.Plan]:
+    """Trajectories (planner frame = fusion odometry frame) moved into the truth's world frame
+    with the true ego pose at their stamp, so the plan is judged where the car really was."""
+    ego_at = {int(f['stamp_ns']): (f['t'], f['ego']) for f in truth['frames']}
+    out = []
+    for rec in recorded:
+        if not rec['points'] or rec['stamp_ns'] not in ego_at or rec['stamp_ns'] not in odometry:
+            continue
+        t0, ego = ego_at[rec['stamp_ns']]
+        ox, oy, oyaw = odometry[rec['stamp_ns']]
+        # world <- base (truth) composed with base <- odom (inverse of the fused odometry)
+        dyaw = ego['yaw'] - oyaw
+        c, s = math.cos(dyaw), math.sin(dyaw)
+        pts = np.asarray(rec['points'], dtype=np.float64)
+        px, py = pts[:, 1] - ox, pts[:, 2] - oy
+        out.append(
+            ev.Plan(
+                float(t0),
+                pts[:, 0],
+                ego['x'] + c * px - s * py,
+                ego['y'] + s * px + c * py,
+                pts[:, 3] + dyaw,
+                pts[:, 5],
+                emergency=rec['status'] == 2,
+            )
+        )
+    return out
+
+
+# --- one run ----------------------------------------------------------------------------------
+
+
+def _round(obj: Any) -> Any:
+    if isinstance(obj, float):
+        return None if math.isnan(obj) else (obj if math.isinf(obj) else round(obj, 6))
+    if isinstance(obj, dict):
+        return {k: _round(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_round(v) for v in obj]
+    return obj
+
+
+def bag_counts(bag: Path) -> dict[str, int]:
+    """Messages per topic of the replayed inputs in the bag."""
+    from rt_fusion.core.bag import open_reader  # noqa: PLC0415
+
+    with open_reader(bag) as reader:
+        return {c.topic: c.msgcount for c in reader.connections}
+
+
+def run_graph(
+    bag: Path, variant: str, out: Path, collector: Collector, config: Path, deadline_s: float
+) -> dict[str, Any]:
+    """Lock-step replay of ``bag`` through replay.launch.py; returns what was recorded."""
+    out.mkdir(parents=True, exist_ok=True)
+    params = run_params(config, variant, out)
+    collector.reset()
+    graph = launching.LaunchedGraph(
+        'replay.launch.py',
+        {
+            'bag': str(bag),
+            'mode': 'lockstep',
+            'restamp': 'false',
+            'ack_topic': ACK_TOPIC,
+            'start_topic': START_TOPIC,
+            'config': str(params),
+        },
+        log=out / 'graph.log',
+    )
+    try:
+        if not collector.start_when_listening(120.0):
+            raise SystemExit(
+                f"evaluate: the graph's outputs never reached the recorder within 120 s "
+                f'(log: {out / "graph.log"})'
+            )
+        line = graph.wait_for_line(('REPLAYED ', 'process has died'), deadline_s)
+        if line is not None and 'process has died' in line:
+            raise SystemExit(
+                f'evaluate: a node of the graph died: {line} (log: {out / "graph.log"})'
+            )
+        if line is None:
+            raise SystemExit(
+                f'evaluate: the replay did not finish within {deadline_s:.0f} s '
+                f'(log: {out / "graph.log"})'
+            )
+        m = re.search(r'REPLAYED (\d+) ack_timeouts=(\d+)', line)
+        replayed, ack_timeouts = (int(m.group(1)), int(m.group(2))) if m else (0, -1)
+        # The last frame's objects are out before its acknowledgement; the planner may still be
+        # working on them: wait until it has answered every object list (or stays quiet).
+        end, last, stable = time.monotonic() + 60.0, (-1, -1), 0
+        while time.monotonic() < end:
+            with collector.lock:
+                n = (len(collector.objects), len(collector.plans))
+            stable = stable + 1 if n == last else 0
+            if (n[1] >= n[0] and stable >= 1) or stable >= 6:  # all answered, or 3 s quiet
+                break
+            last = n
+            time.sleep(0.5)  # paced: the planner's last answers
+    finally:
+        graph.stop()
+    with collector.lock:
+        return {
+            'replayed': replayed,
+            'ack_timeouts': ack_timeouts,
+            'objects': list(collector.objects),
+            'odometry': dict(collector.odometry),
+            'plans': list(collector.plans),
+        }
+
+
+def score(
+    rec: dict[str, Any],
+    truth: dict[str, Any] | None,
+    counts: dict[str, int],
+    params: ev.EvalParams,
+) -> tuple[dict[str, Any], dict[str, Any], list[ev.Frame]]:
+    """(metrics, timing, frames) of one run."""
+    camera = counts.get('/camera/out/image/compressed', 0) + counts.get('/camera/out/image', 0)
+    fused_stamps = [o['stamp_ns'] for o in rec['objects']]
+    metrics: dict[str, Any] = {
+        'frames': camera,
+        'frames_fused': len(set(fused_stamps)),
+        'duplicates': len(fused_stamps) - len(set(fused_stamps)),
+        'replayed': rec['replayed'],
+        'ack_timeouts': rec['ack_timeouts'],
+        'has_truth': truth is not None,
+    }
+    timing = {
+        'fusion_node': ev.latency_stages(
+            {
+                'inputs_complete': [o['inputs_complete_ns'] for o in rec['objects']],
+                'published': [o['published_ns'] for o in rec['objects']],
+            }
+        ),
+        'note': 'lock-step replay: each input waits for the previous acknowledgement; these are '
+        'per-stage costs, not live latencies (tools/demo.py, tools/bench_*.py measure those)',
+    }
+    frames: list[ev.Frame] = []
+    if truth is None:
+        metrics['note'] = 'no ground truth beside this bag: consistency only'
+        return metrics, timing, frames
+    by_stamp = {o['stamp_ns']: o for o in rec['objects']}
+    for stamp, objs in sorted(truth_frames(truth).items()):
+        got = by_stamp.get(stamp)
+        outputs = (
+            [ev.OutputObject(i, x, y, vx, vy, c) for i, x, y, vx, vy, c in got['objects']]
+            if got is not None
+            else None
+        )
+        frames.append(ev.Frame(stamp, objs, outputs))
+    metrics['frames_missing'] = [k for k, f in enumerate(frames) if f.outputs is None]
+    metrics['visible'] = ev.score_perception(frames, params, visible_only=True)
+    metrics['all'] = ev.score_perception(frames, params, visible_only=False)
+    plans = plans_in_world(rec['plans'], rec['odometry'], truth)
+    metrics['planning'] = ev.score_planning(plans, actor_tracks(truth))
+    metrics['planning']['trajectories'] = len(rec['plans'])
+    return _round(metrics), timing, frames
+
+
+def plot(frames: list[ev.Frame], metrics: dict[str, Any], title: str, path: Path) -> None:
+    """Truth vs outputs over time, and the per-frame errors, as a PNG."""
+    import matplotlib as mpl  # noqa: PLC0415
+
+    mpl.use('Agg')
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    fig, axes = plt.subplots(3, 1, figsize=(10, 9), sharex=True)
+    t0 = frames[0].stamp_ns if frames else 0
+    tracks: dict[int, list[tuple[float, float, float, bool]]] = {}
+    ox, oy, ot = [], [], []
+    err_t, err, fp_t, fp_n, fn_n = [], [], [], [], []
+    for f in frames:
+        t = (f.stamp_ns - t0) / 1e9
+        for o in f.truth:
+            tracks.setdefault(o.id, []).append((t, o.x, o.y, o.visible))
+        outs = f.outputs or []
+        for out in outs:
+            ot.append(t)
+            ox.append(out.x)
+            oy.append(out.y)
+        pairs = ev.match(f.truth, outs, 2.0)
+        err_t.append(t)
+        err.append(float(np.mean([d for _, _, d in pairs])) if pairs else np.nan)
+        fp_t.append(t)
+        fp_n.append(len(outs) - len(pairs))
+        fn_n.append(sum(o.visible for o in f.truth) - len(pairs))
+    for aid, pts in sorted(tracks.items()):
+        arr = np.asarray(pts, dtype=np.float64)
+        line = axes[0].plot(arr[:, 0], arr[:, 1], lw=2, label=f'truth {aid}')[0]
+        axes[1].plot(arr[:, 0], arr[:, 2], lw=2, color=line.get_color())
+        hidden = arr[:, 3] < 0.5
+        axes[0].plot(arr[hidden, 0], arr[hidden, 1], 'x', color=line.get_color(), ms=3)
+    axes[0].scatter(ot, ox, s=4, c='k', label='outputs', zorder=3)
+    axes[1].scatter(ot, oy, s=4, c='k', zorder=3)
+    axes[0].set_ylabel('x ahead [m]')
+    axes[1].set_ylabel('y left [m]')
+    axes[0].legend(fontsize=7, ncol=4, loc='upper right')
+    axes[2].plot(err_t, err, label='mean position error of matches [m]')
+    axes[2].step(fp_t, fp_n, where='mid', label='unmatched outputs')
+    axes[2].step(fp_t, fn_n, where='mid', label='missed visible truth')
+    axes[2].set_xlabel('time [s]')
+    axes[2].legend(fontsize=8)
+    vis = metrics.get('visible', {})
+    fig.suptitle(
+        f'{title}: precision {vis.get("precision")}, recall {vis.get("recall")}, '
+        f'MOTA {vis.get("mota")} (truth: lines, x = hidden from every sensor)'
+    )
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+# --- suites, tables, baselines ---------------------------------------------------------------
+
+
+def flat(metrics: dict[str, Any]) -> dict[str, Any]:
+    """The headline numbers of one run (the RESULT line's and the baseline's keys)."""
+    vis = metrics.get('visible', {})
+    plan = metrics.get('planning', {})
+    return {
+        'precision': vis.get('precision'),
+        'recall': vis.get('recall'),
+        'f1': vis.get('f1'),
+        'mota': vis.get('mota'),
+        'pos_err_m': vis.get('pos_err_m'),
+        'vel_err_mps': vis.get('vel_err_mps'),
+        'id_switches': vis.get('id_switches'),
+        'fp_per_frame': vis.get('fp_per_frame'),
+        'class_accuracy': vis.get('class_accuracy'),
+        'collisions': plan.get('collisions'),
+        'min_gap_m': plan.get('min_gap_m'),
+        'emergency_stops': plan.get('emergency_stops'),
+        'frames': metrics.get('frames'),
+        'frames_fused': metrics.get('frames_fused'),
+    }
+
+
+def aggregate(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Means over runs (sums for counts)."""
+    out: dict[str, Any] = {}
+    for key in flat({}):
+        values = [r[key] for r in rows if isinstance(r.get(key), (int, float))]
+        if not values:
+            out[key] = None
+        elif key in ('id_switches', 'collisions', 'emergency_stops', 'frames', 'frames_fused'):
+            out[key] = int(sum(values))
+        elif key == 'min_gap_m':
+            out[key] = round(float(min(values)), 3)
+        else:
+            out[key] = round(float(np.mean(values)), 4)
+    return out
+
+
+def print_table(rows: list[tuple[str, dict[str, Any]]]) -> None:
+    """A rich table, one row per run."""
+    from rich.console import Console  # noqa: PLC0415
+    from rich.table import Table  # noqa: PLC0415
+
+    table = Table(title='evaluation (visible objects, 1–80 m, 2 m gate)')
+    cols = (
+        'precision',
+        'recall',
+        'mota',
+        'pos_err_m',
+        'vel_err_mps',
+        'id_switches',
+        'fp_per_frame',
+        'class_accuracy',
+        'collisions',
+        'min_gap_m',
+        'frames_fused',
+    )
+    table.add_column('run')
+    for c in cols:
+        table.add_column(c.replace('_', ' '), justify='right')
+    for name, row in rows:
+        table.add_row(
+            name,
+            *(
+                ''
+                if row.get(c) is None
+                else f'{row[c]:.3g}'
+                if isinstance(row[c], float)
+                else str(row[c])
+                for c in cols
+            ),
+        )
+    Console(width=200).print(table)
+
+
+def compare(rows: dict[str, dict[str, Any]], baseline: dict[str, Any]) -> list[str]:
+    """Every metric that regressed against the baseline beyond its tolerance."""
+    tol = baseline.get('tolerances', {})
+    regressions = []
+    for key, base in baseline.get('runs', {}).items():
+        got = rows.get(key)
+        if got is None:
+            continue
+        for metric, want in base.items():
+            have = got.get(metric)
+            if want is None or have is None:
+                if want is not None:
+                    regressions.append(f'{key}: {metric} missing (baseline {want})')
+                continue
+            t = float(tol.get(metric, 0.0))
+            if metric in HIGHER_IS_BETTER and have < want - t:
+                regressions.append(f'{key}: {metric} {have} < baseline {want} - {t}')
+            elif metric in LOWER_IS_BETTER and have > want + t:
+                regressions.append(f'{key}: {metric} {have} > baseline {want} + {t}')
+    return regressions
+
+
+def make_bag(
+    args: argparse.Namespace, scenario: dict[str, Any], name: str, seed: int, out: Path
+) -> Path:
+    """Generates the scenario into ``out`` unless it is already there (same name, seed, length)."""
+    folder = out / f'{name}-s{seed}' / 'scenario'
+    truth = load_truth(folder)
+    if truth is None or truth.get('seed') != seed or truth.get('seconds') != args.seconds:
+        generate(scenario, args.seconds, seed, folder)
+    return folder
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Runs the evaluation; exit status 1 on a regression against ``--baseline``."""
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    src = parser.add_mutually_exclusive_group()
+    src.add_argument('--scenario', default=None, help='built-in scenario (config/scenarios)')
+    src.add_argument('--scenario-file', type=Path, help='a scenario YAML')
+    src.add_argument('--bag', type=Path, help='a generated scenario folder or a recorded bag')
+    src.add_argument('--suite', action='store_true', help='every built-in scenario × --seeds')
+    parser.add_argument('--seed', type=int, default=5)
+    parser.add_argument('--seeds', type=int, default=3, help='--suite: seeds per scenario')
+    parser.add_argument('--first-seed', type=int, default=100, help='--suite: first seed')
+    parser.add_argument('--scenarios', default='', help='--suite: comma-separated subset')
+    parser.add_argument('--seconds', type=float, default=6.0)
+    parser.add_argument('--ablate', default='', help='also run: radar_only,camera_only')
+    parser.add_argument('--config', type=Path, default=CONFIG, help='parameter file of the graph')
+    parser.add_argument('--gate', type=float, default=2.0, help='match gate [m]')
+    parser.add_argument('--baseline', type=Path, help='fail (exit 1) on regressions against it')
+    parser.add_argument('--write-baseline', type=Path, help='store this run as the baseline')
+    parser.add_argument('--out', type=Path, default=ROOT / 'results' / 'eval')
+    parser.add_argument('--deadline', type=float, default=900.0, help='per run [s]')
+    args = parser.parse_args(argv)
+    if not launching.available():
+        print(f'evaluate: {launching.LaunchUnavailableError()}', file=sys.stderr)
+        return 2
+    variants = ['fused', *[v for v in args.ablate.split(',') if v]]
+    for v in variants:
+        overrides(v)  # unknown names fail here, before anything runs
+    params = ev.EvalParams(gate_m=args.gate)
+    os.environ.setdefault('ROS_DOMAIN_ID', str(1 + os.getpid() % 100))
+    os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
+    os.environ.setdefault('AMENT_PREFIX_PATH', sys.prefix)
+    # What to run: (run name, bag folder).
+    jobs: list[tuple[str, Path]] = []
+    if args.bag is not None:
+        jobs.append((args.bag.name, args.bag))  # a scenario folder (bag/ + truth) or a bag
+    elif args.scenario_file is not None:
+        scenario = yaml.safe_load(args.scenario_file.read_text())
+        name = scenario.get('name', args.scenario_file.stem)
+        jobs.append((f'{name}-s{args.seed}', make_bag(args, scenario, name, args.seed, args.out)))
+    else:
+        names = (
+            [n for n in args.scenarios.split(',') if n]
+            or sorted(p.stem for p in SCENARIOS.glob('*.yaml'))
+            if args.suite
+            else [args.scenario or 'cut_in']
+        )
+        seeds = range(args.first_seed, args.first_seed + args.seeds) if args.suite else [args.seed]
+        for name in names:
+            path = SCENARIOS / f'{name}.yaml'
+            if not path.is_file():
+                parser.error(f'no built-in scenario {name!r} in {SCENARIOS}')
+            scenario = yaml.safe_load(path.read_text())
+            for seed in seeds:
+                print(f'evaluate: generating {name} seed {seed} ({args.seconds:g} s)', flush=True)
+                jobs.append((f'{name}-s{seed}', make_bag(args, scenario, name, seed, args.out)))
+    # SIGTERM (a timeout, CI) ends the run through the finally blocks: the graph is stopped.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    collector = Collector()
+    rows: list[tuple[str, dict[str, Any]]] = []
+    by_key: dict[str, dict[str, Any]] = {}
+    try:
+        for run_name, folder in jobs:
+            bag = folder / 'bag' if (folder / 'bag').is_dir() else folder
+            truth = load_truth(folder)
+            counts = bag_counts(bag)
+            for variant in variants:
+                out = args.out / run_name / variant
+                started = time.monotonic()
+                print(f'evaluate: {run_name} {variant}: lock-step replay ...', flush=True)
+                rec = run_graph(bag, variant, out, collector, args.config, args.deadline)
+                metrics, timing, frames = score(rec, truth, counts, params)
+                (out / 'metrics.json').write_text(
+                    json.dumps(metrics, indent=1, sort_keys=True) + '\n'
+                )
+                (out / 'timing.json').write_text(
+                    json.dumps(timing, indent=1, sort_keys=True) + '\n'
+                )
+                if frames:
+                    plot(frames, metrics, f'{run_name} {variant}', out / 'run.png')
+                row = flat(metrics)
+                rows.append((f'{run_name} {variant}', row))
+                by_key[f'{run_name}/{variant}'] = row
+                print(
+                    f'evaluate: {run_name} {variant}: {metrics["frames_fused"]}/'
+                    f'{metrics["frames"]} frames fused, {metrics["ack_timeouts"]} ack timeouts, '
+                    f'{time.monotonic() - started:.0f} s',
+                    flush=True,
+                )
+    finally:
+        collector.close()
+    for variant in variants:
+        group = [r for n, r in rows if n.endswith(f' {variant}')]
+        if len(group) > 1:
+            rows.append((f'mean {variant}', aggregate(group)))
+    print_table(rows)
+    summary = {
+        'runs': by_key,
+        'aggregate': {
+            v: aggregate([r for k, r in by_key.items() if k.endswith('/' + v)]) for v in variants
+        },
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / 'summary.json').write_text(json.dumps(summary, indent=1, sort_keys=True) + '\n')
+    status = 0
+    if args.write_baseline is not None:
+        keep = (
+            'precision',
+            'recall',
+            'mota',
+            'pos_err_m',
+            'vel_err_mps',
+            'id_switches',
+            'fp_per_frame',
+            'collisions',
+            'min_gap_m',
+        )
+        old = (
+            yaml.safe_load(args.write_baseline.read_text())
+            if args.write_baseline.is_file()
+            else {}
+        )
+        runs = dict((old or {}).get('runs', {}))
+        runs.update({k: {m: r[m] for m in keep} for k, r in by_key.items()})
+        tolerances = (old or {}).get('tolerances') or {
+            'precision': 0.02,
+            'recall': 0.02,
+            'mota': 0.03,
+            'pos_err_m': 0.05,
+            'vel_err_mps': 0.1,
+            'id_switches': 1,
+            'fp_per_frame': 0.02,
+            'collisions': 0,
+            'min_gap_m': 0.3,
+        }
+        args.write_baseline.write_text(
+            '# Evaluation baseline: tools/evaluate.py --write-baseline (see README: regression '
+            'testing).\n'
+            + yaml.safe_dump({'tolerances': tolerances, 'runs': runs}, sort_keys=True)
+        )
+        print(f'evaluate: baseline written to {args.write_baseline}')
+    if args.baseline is not None:
+        regressions = compare(by_key, yaml.safe_load(args.baseline.read_text()))
+        for line in regressions:
+            print(f'REGRESSION {line}')
+        status = 1 if regressions else 0
+    fused = summary['aggregate']['fused']
+
+    def fmt(v: Any) -> str:
+        return 'nan' if v is None else (f'{v:.4g}' if isinstance(v, float) else str(v))
+
+    print(
+        'RESULT '
+        + ' '.join(f'{k}={fmt(fused.get(k))}' for k in (*RESULT_KEYS, 'frames', 'frames_fused'))
+    )
+    return status
+
+
+if __name__ == '__main__':
+    sys.exit(main())
