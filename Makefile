@@ -16,12 +16,13 @@ export ROS_DISTRO VENV
 export AMENT_PREFIX_PATH := $(CURDIR)/$(VENV)
 export PYTHONUNBUFFERED := 1
 
-.PHONY: setup test test-all lint typecheck pytest demo bench lock clean help
+.PHONY: setup test test-all lint typecheck pytest demo eval bench lock clean help
 
 help:
 	@echo 'make setup   venv + ROS 2 wheels + rt_fusion_msgs + launch + rt_fusion (idempotent)'
 	@echo 'make test    setup, then ruff, mypy (strict on core/ and inference/), pytest'
 	@echo 'make demo    setup, then the main job on the embedded default (results/demo/)'
+	@echo 'make eval    setup, then every scenario x 3 seeds scored against ground truth and the baseline'
 	@echo 'make bench   setup, then every benchmark under tools/ (--quick unless FULL=1)'
 	@echo 'ROS_DISTRO=kilted make ...   the same on ROS 2 Kilted (.venv-kilted); default jazzy'
 
@@ -47,6 +48,13 @@ test-all:
 
 demo: setup
 	$(PY) tools/demo.py $(DEMO_ARGS)
+
+# Perception and planning scored against the scenarios' ground truth (tools/evaluate.py), with the
+# single-modality ablations, compared with config/eval_baseline.yaml (exit 1 names regressions).
+EVAL_ARGS ?=
+eval: setup
+	$(PY) tools/evaluate.py --suite --seeds 3 --seconds 6 --ablate radar_only,camera_only \
+	  --baseline config/eval_baseline.yaml --out results/eval $(EVAL_ARGS)
 
 bench: setup
 	@tools/run_benchmarks.sh

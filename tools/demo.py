@@ -289,9 +289,8 @@ def run_scenario_graph(
     graph = Graph(args.out / 'logs' / ('conventional' if conventional else 'rt_fusion'), env)
     probe = Probe()
     try:
-        start_fusion_and_planner(
-            graph, args, conventional, '-p', f'fusion.ego_speed_mps:={ego_speed}'
-        )
+        del ego_speed  # the fusion estimates it (radar, IMU): the scenario's is not given
+        start_fusion_and_planner(graph, args, conventional)
         probe.wait_for_publishers(
             ('/fusion/out/objects', '/planner/out/trajectory'),
             timeout_s=120.0,

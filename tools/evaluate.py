@@ -51,7 +51,7 @@ import yaml
 
 from rt_fusion.core import evaluation as ev
 from rt_fusion.core.scenario.generate import generate
-from rt_fusion.ros import launching
+from rt_fusion.ros import compat, launching
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = ROOT / 'config' / 'scenarios'
@@ -130,7 +130,6 @@ class Collector:
         import rclpy  # noqa: PLC0415
         from nav_msgs.msg import Odometry  # noqa: PLC0415
         from rclpy.context import Context  # noqa: PLC0415
-        from rclpy.event_handler import SubscriptionEventCallbacks  # noqa: PLC0415
         from rclpy.executors import SingleThreadedExecutor  # noqa: PLC0415
         from rclpy.qos import (  # noqa: PLC0415
             DurabilityPolicy,
@@ -161,7 +160,9 @@ class Collector:
             ),
             ('trajectory', Trajectory, '/planner/out/trajectory', self._plan, reliable),
         ):
-            events = SubscriptionEventCallbacks(matched=functools.partial(self._matched, key))
+            events = compat.SubscriptionEventCallbacks(
+                matched=functools.partial(self._matched, key)
+            )
             self.node.create_subscription(cls, topic, cb, qos, event_callbacks=events)
         self._latched = QoSProfile(
             depth=1,
@@ -639,11 +640,16 @@ def compare(rows: dict[str, dict[str, Any]], baseline: dict[str, Any]) -> list[s
     return regressions
 
 
+def run_name(scenario: str, seed: int, seconds: float) -> str:
+    """``cut_in-s5-6s``: the name of a run's folder and its baseline key."""
+    return f'{scenario}-s{seed}-{seconds:g}s'
+
+
 def make_bag(
     args: argparse.Namespace, scenario: dict[str, Any], name: str, seed: int, out: Path
 ) -> Path:
     """Generates the scenario into ``out`` unless it is already there (same name, seed, length)."""
-    folder = out / f'{name}-s{seed}' / 'scenario'
+    folder = out / run_name(name, seed, args.seconds) / 'scenario'
     truth = load_truth(folder)
     if truth is None or truth.get('seed') != seed or truth.get('seconds') != args.seconds:
         generate(scenario, args.seconds, seed, folder)
@@ -690,7 +696,12 @@ def main(argv: list[str] | None = None) -> int:
     elif args.scenario_file is not None:
         scenario = yaml.safe_load(args.scenario_file.read_text())
         name = scenario.get('name', args.scenario_file.stem)
-        jobs.append((f'{name}-s{args.seed}', make_bag(args, scenario, name, args.seed, args.out)))
+        jobs.append(
+            (
+                run_name(name, args.seed, args.seconds),
+                make_bag(args, scenario, name, args.seed, args.out),
+            )
+        )
     else:
         names = (
             [n for n in args.scenarios.split(',') if n]
@@ -706,21 +717,26 @@ def main(argv: list[str] | None = None) -> int:
             scenario = yaml.safe_load(path.read_text())
             for seed in seeds:
                 print(f'evaluate: generating {name} seed {seed} ({args.seconds:g} s)', flush=True)
-                jobs.append((f'{name}-s{seed}', make_bag(args, scenario, name, seed, args.out)))
+                jobs.append(
+                    (
+                        run_name(name, seed, args.seconds),
+                        make_bag(args, scenario, name, seed, args.out),
+                    )
+                )
     # SIGTERM (a timeout, CI) ends the run through the finally blocks: the graph is stopped.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     collector = Collector()
     rows: list[tuple[str, dict[str, Any]]] = []
     by_key: dict[str, dict[str, Any]] = {}
     try:
-        for run_name, folder in jobs:
+        for job, folder in jobs:
             bag = folder / 'bag' if (folder / 'bag').is_dir() else folder
             truth = load_truth(folder)
             counts = bag_counts(bag)
             for variant in variants:
-                out = args.out / run_name / variant
+                out = args.out / job / variant
                 started = time.monotonic()
-                print(f'evaluate: {run_name} {variant}: lock-step replay ...', flush=True)
+                print(f'evaluate: {job} {variant}: lock-step replay ...', flush=True)
                 rec = run_graph(bag, variant, out, collector, args.config, args.deadline)
                 metrics, timing, frames = score(rec, truth, counts, params)
                 (out / 'metrics.json').write_text(
@@ -729,13 +745,34 @@ def main(argv: list[str] | None = None) -> int:
                 (out / 'timing.json').write_text(
                     json.dumps(timing, indent=1, sort_keys=True) + '\n'
                 )
+                (out / 'objects.json').write_text(
+                    json.dumps(
+                        [
+                            {'stamp_ns': o['stamp_ns'], 'objects': o['objects']}
+                            for o in rec['objects']
+                        ]
+                    )
+                    + '\n'
+                )
+                (out / 'plans.json').write_text(
+                    json.dumps(
+                        {
+                            'odometry': sorted(rec['odometry'].items()),
+                            'plans': [
+                                {k: p[k] for k in ('stamp_ns', 'status', 'points')}
+                                for p in rec['plans']
+                            ],
+                        }
+                    )
+                    + '\n'
+                )
                 if frames:
-                    plot(frames, metrics, f'{run_name} {variant}', out / 'run.png')
+                    plot(frames, metrics, f'{job} {variant}', out / 'run.png')
                 row = flat(metrics)
-                rows.append((f'{run_name} {variant}', row))
-                by_key[f'{run_name}/{variant}'] = row
+                rows.append((f'{job} {variant}', row))
+                by_key[f'{job}/{variant}'] = row
                 print(
-                    f'evaluate: {run_name} {variant}: {metrics["frames_fused"]}/'
+                    f'evaluate: {job} {variant}: {metrics["frames_fused"]}/'
                     f'{metrics["frames"]} frames fused, {metrics["ack_timeouts"]} ack timeouts, '
                     f'{time.monotonic() - started:.0f} s',
                     flush=True,

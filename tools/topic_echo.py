@@ -16,7 +16,6 @@ import time
 from typing import Any
 
 import rclpy
-from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from std_msgs.msg import UInt64
 
@@ -96,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         args.topic,
         on_msg,
         qos,
-        event_callbacks=SubscriptionEventCallbacks(matched=on_matched),
+        event_callbacks=compat.SubscriptionEventCallbacks(matched=on_matched),
     )
     executor = make_executor()
     executor.add_node(node)

@@ -3,12 +3,15 @@
 Per camera frame the :class:`~rt_fusion.core.sync.Aligner` hands over the IMU at the frame time,
 the nearest radar scan moved to the frame time and the audio window. :class:`FusionEngine`:
 
-1. **ego motion**: dead reckoning in a local map frame: heading from the IMU's yaw rate
-   (integrated between frames with the aligner's rotation), speed from the vehicle (a
-   ``set_speed`` input: wheel odometry from the vehicle CAN, or the parameter ``ego_speed_mps``);
-2. **objects**: every radar object of the scan, moved from the radar frame into the vehicle frame
-   (mounting position and yaw), its velocity made over-ground (radar velocities are relative),
-   the ARS408 class mapped to ours;
+1. **ego motion** (:mod:`rt_fusion.core.perception.ego`): speed from the vehicle speed input
+   (``set_speed``), else from the radar's stationary returns, fused with the IMU's forward
+   acceleration; heading from the IMU's rotation between frames; dead reckoning in ``odom``;
+2. **objects**: each new radar scan's objects, moved from the radar frame into the vehicle frame
+   (mounting position and yaw) and into ``odom`` with the ego pose at the scan time, velocities
+   made over-ground (radar velocities are relative), ARS408 classes mapped to ours, feed the
+   multi-object tracker (:mod:`rt_fusion.core.perception.tracker`); its confirmed tracks,
+   predicted to the frame time, are the output (``output: detections`` gives the scan's objects
+   untracked instead);
 3. **camera evidence**: the object's centre projected into the image (pinhole intrinsics, camera
    mounting) and looked up in the network's output map (channel ``evidence_channel`` of the
    model's first output, logistic) — a per-object score a trained detector head turns into class
@@ -31,6 +34,8 @@ import numpy.typing as npt
 
 from rt_fusion.core.errors import ParameterError
 from rt_fusion.core.params import param
+from rt_fusion.core.perception.ego import EgoMotion, EgoParams
+from rt_fusion.core.perception.tracker import Detection, Tracker, TrackerParams
 from rt_fusion.core.sync import AlignedFrame
 
 # Our Object classes (rt_fusion_msgs/Object) and ARS408 Obj_Class (0 point, 1 car, 2 truck,
@@ -77,7 +82,16 @@ class FusionParams:
     cy: float = param('principal point y (model input)', unit='px', default=192.0)
     evidence_channel: int = param('output channel read as camera evidence', default=0, low=0)
     ego_speed_mps: float = param(
-        'ego speed when no speed input arrives', unit='m/s', default=0.0, low=0.0
+        'a fixed ego speed instead of the estimate (negative: estimated from the vehicle speed '
+        'input, the radar and the IMU — the default)',
+        unit='m/s',
+        default=-1.0,
+    )
+    output: str = param(
+        'tracks: confirmed tracks of the multi-object tracker; detections: the latest radar '
+        'scan moved to the frame time, untracked (the behaviour before tracking, for comparison)',
+        default='tracks',
+        choices=('tracks', 'detections'),
     )
     min_probability: float = param(
         'radar objects below this existence probability are dropped',
@@ -142,6 +156,9 @@ class EgoState:
     yaw: float = 0.0
     v: float = 0.0
     yaw_rate: float = 0.0
+    v_std: float = 0.0  # [m/s]
+    xy_std: float = 0.0  # [m]
+    speed_source: str = ''
 
 
 @dataclasses.dataclass(slots=True)
@@ -154,6 +171,9 @@ class FusedFrame:
     audio_dbfs: float  # NaN without audio
     missing: tuple[str, ...]
     radar_dt_ns: int  # frame time - radar scan time (0 without radar)
+    velocity_std: list[float] = dataclasses.field(default_factory=list)  # per object [m/s]
+    existence: list[float] = dataclasses.field(default_factory=list)  # per object [0, 1]
+    age_s: list[float] = dataclasses.field(default_factory=list)  # per object [s]
 
 
 def objects_to_points(objects: list[RadarObjectIn]) -> npt.NDArray[np.float64]:
@@ -168,17 +188,25 @@ def objects_to_points(objects: list[RadarObjectIn]) -> npt.NDArray[np.float64]:
 class FusionEngine:
     """Turns aligned frames (+ the network output) into :class:`FusedFrame` s; see module doc."""
 
-    def __init__(self, params: FusionParams | None = None) -> None:
+    def __init__(
+        self,
+        params: FusionParams | None = None,
+        ego: EgoParams | None = None,
+        tracker: TrackerParams | None = None,
+    ) -> None:
         self.p = params or FusionParams()
-        self.ego = EgoState(v=self.p.ego_speed_mps)
-        self._speed: float | None = None
+        self.ego = EgoState()
+        self.motion = EgoMotion(ego)
+        self.tracker = Tracker(tracker)
+        self._last_scan_ns = -1
         self._scans: dict[int, list[RadarObjectIn]] = {}  # radar scan stamp -> its objects
         c, s = math.cos(self.p.radar_yaw), math.sin(self.p.radar_yaw)
         self._radar_rot = (c, s)
+        self.radar_speed: float | None = None  # the last scan's stationary consensus [m/s]
 
     def set_speed(self, speed_mps: float) -> None:
-        """The vehicle's measured speed (wheel odometry); replaces ``ego_speed_mps``."""
-        self._speed = float(speed_mps)
+        """The vehicle's measured speed (wheel odometry): the ego speed's best source."""
+        self.motion.vehicle_speed(float(speed_mps))
 
     def add_scan(self, stamp_ns: int, objects: list[RadarObjectIn]) -> npt.NDArray[np.float64]:
         """Keeps a scan's objects by stamp; returns its points for the aligner."""
@@ -189,21 +217,80 @@ class FusionEngine:
         return objects_to_points(objects)
 
     def _advance_ego(self, frame: AlignedFrame) -> None:
-        ego = self.ego
-        v = self._speed if self._speed is not None else self.p.ego_speed_mps
+        dyaw = yaw_rate = accel_x = None
         if frame.imu is not None:
             w, x, y, z = frame.imu.rotation
             dyaw = math.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
-            ego.yaw_rate = frame.imu.gyro[2]
-        else:
-            dyaw = ego.yaw_rate * ((frame.stamp_ns - ego.stamp_ns) / 1e9 if ego.stamp_ns else 0.0)
-        dt = (frame.stamp_ns - ego.stamp_ns) / 1e9 if ego.stamp_ns else 0.0
-        if 0.0 < dt < 1.0:
-            mid = ego.yaw + dyaw / 2
-            ego.x += v * dt * math.cos(mid)
-            ego.y += v * dt * math.sin(mid)
-            ego.yaw = math.remainder(ego.yaw + dyaw, math.tau)
-        ego.v, ego.stamp_ns = v, frame.stamp_ns
+            yaw_rate, accel_x = frame.imu.gyro[2], frame.imu.accel[0]
+        if self.p.ego_speed_mps >= 0.0:  # a fixed speed (tests, a parked recording)
+            self.motion.pose.v, self.motion.pose.v_var = self.p.ego_speed_mps, 0.0
+            accel_x = None
+        pose = self.motion.advance(frame.stamp_ns, dyaw, yaw_rate, accel_x)
+        if self.p.ego_speed_mps >= 0.0:
+            pose.v, pose.v_var = self.p.ego_speed_mps, 0.0
+        e = self.ego
+        e.stamp_ns, e.x, e.y, e.yaw, e.v, e.yaw_rate = (
+            pose.stamp_ns,
+            pose.x,
+            pose.y,
+            pose.yaw,
+            pose.v,
+            pose.yaw_rate,
+        )
+        e.v_std, e.xy_std = math.sqrt(max(pose.v_var, 0.0)), math.sqrt(max(pose.xy_var, 0.0))
+        e.speed_source = pose.speed_source if self.p.ego_speed_mps < 0.0 else 'fixed'
+
+    def _radar_vehicle(self, o: RadarObjectIn) -> tuple[float, float, float, float]:
+        """A radar object's position and relative velocity in vehicle axes."""
+        c, s = self._radar_rot
+        p = self.p
+        return (
+            p.radar_x + c * o.x - s * o.y,
+            p.radar_y + s * o.x + c * o.y,
+            c * o.vx - s * o.vy,
+            s * o.vx + c * o.vy,
+        )
+
+    def _track(self, scan_ns: int, scan: list[RadarObjectIn]) -> None:
+        """A new radar scan: the ego speed's radar measurement, then one tracker step."""
+        p = self.p
+        rel = [self._radar_vehicle(o) for o in scan]
+        if self.p.ego_speed_mps < 0.0 and rel:
+            self.radar_speed = self.motion.radar_speed(np.array([r[2] for r in rel]))
+        ox, oy, oyaw = self.motion.pose_at(scan_ns)
+        c, s = math.cos(oyaw), math.sin(oyaw)
+        v, w = self.motion.pose.v, self.motion.pose.yaw_rate
+        dets = []
+        for o, (x, y, vx, vy) in zip(scan, rel, strict=True):
+            if not math.isnan(o.prob_exist) and o.prob_exist < p.min_probability:
+                continue
+            # Over ground in vehicle axes: relative + the ego's own (translation and rotation).
+            gx, gy = vx + v - w * y, vy + w * x
+            std = (
+                max(o.rms_x, o.rms_y)
+                if math.isfinite(o.rms_x) and math.isfinite(o.rms_y)
+                else p.position_std_m
+            )
+            dets.append(
+                Detection(
+                    ox + c * x - s * y,
+                    oy + s * x + c * y,
+                    c * gx - s * gy,
+                    s * gx + c * gy,
+                    pos_std=max(std, 0.2),
+                    vel_std=0.5 + 0.5 * math.sqrt(self.motion.pose.v_var),
+                    cls=ARS408_CLASSES.get(o.ars_class, CLASS_UNKNOWN),
+                    cls_prob=1.0,
+                    exist_prob=o.prob_exist if math.isfinite(o.prob_exist) else 1.0,
+                    length=o.length,
+                    width=o.width,
+                    sensor_id=o.id,
+                )
+            )
+        # New tracks only once the ego speed is known: a relative velocity made over-ground
+        # with a wrong speed starts tracks that then miss their own object.
+        known = self.p.ego_speed_mps >= 0.0 or self.motion.pose.v_var <= 1.5**2
+        self.tracker.step(scan_ns, dets, birth=known)
 
     def camera_score(
         self, x: float, y: float, evidence: npt.NDArray[Any] | None, input_hw: tuple[int, int]
@@ -240,7 +327,51 @@ class FusionEngine:
         objects: list[FusedObject] = []
         radar_dt = 0
         radar = next((r for r in frame.radar.values() if r is not None), None)
-        if radar is not None:
+        vel_std: list[float] = []
+        existence: list[float] = []
+        ages: list[float] = []
+        if radar is not None and radar.scan_stamp_ns != self._last_scan_ns:
+            self._last_scan_ns = radar.scan_stamp_ns
+            if self.p.output == 'tracks':
+                self._track(radar.scan_stamp_ns, self._scans.get(radar.scan_stamp_ns, []))
+        if self.p.output == 'tracks':
+            radar_dt = radar.dt_ns if radar is not None else 0
+            e = self.ego
+            c, s = math.cos(e.yaw), math.sin(e.yaw)
+            for t in self.tracker.confirmed():
+                st, cov = t.predicted(frame.stamp_ns, self.tracker.p.accel_std)
+                dx, dy = st[0] - e.x, st[1] - e.y
+                x, y = c * dx + s * dy, -s * dx + c * dy
+                vx, vy = c * st[2] + s * st[3], -s * st[2] + c * st[3]
+                cls = t.cls
+                length, width = DEFAULT_SIZE.get(cls, (1.0, 1.0))
+                if math.isfinite(t.length) and t.length > 0:
+                    length = t.length
+                if math.isfinite(t.width) and t.width > 0:
+                    width = t.width
+                yaw = math.atan2(vy, vx) if math.hypot(vx, vy) > 1.0 else 0.0
+                score = self.camera_score(x, y, evidence, input_hw)
+                objects.append(
+                    FusedObject(
+                        t.id,
+                        cls,
+                        t.cls_prob,
+                        x,
+                        y,
+                        yaw,
+                        length,
+                        width,
+                        vx,
+                        vy,
+                        math.sqrt(max(cov[0, 0], cov[1, 1])),
+                        score,
+                        1 | (2 if math.isfinite(score) else 0),
+                    )
+                )
+                vel_std.append(math.sqrt(max(cov[2, 2], cov[3, 3])))
+                existence.append(t.existence)
+                ages.append((frame.stamp_ns - t.born_ns) / 1e9)
+        elif radar is not None:
             radar_dt = radar.dt_ns
             scan = self._scans.get(radar.scan_stamp_ns, [])
             c, s = self._radar_rot
@@ -284,4 +415,7 @@ class FusionEngine:
             audio_dbfs,
             frame.missing,
             radar_dt,
+            vel_std,
+            existence,
+            ages,
         )

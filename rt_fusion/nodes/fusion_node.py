@@ -141,6 +141,9 @@ class FusionNode(node_utils.DeviceNode):
         self.frames = self.torn = self.inference_errors = 0
         self.missing: dict[str, int] = {}
         self.worker_errors = 0
+        # Inputs refused at the boundary, per stream and reason (never fused).
+        self.rejected: dict[str, int] = {}
+        self._last_stamp: dict[str, int] = {}
         self._pinned: dict[tuple[str, int], Any] = {}  # camera ring mappings page-locked (CUDA)
         self._odom = Odometry()
         self._cuda = False  # the backend runs on a CUDA device
@@ -278,8 +281,25 @@ class FusionNode(node_utils.DeviceNode):
             self.aligner.push_camera(frame.desc.stamp_ns, frame, time.time_ns())
             self._cond.notify()
 
+    def _reject(self, reason: str) -> None:
+        self.rejected[reason] = self.rejected.get(reason, 0) + 1
+        self._ack()
+
+    def _in_order(self, stream: str, stamp_ns: int) -> bool:
+        """False (and counted) when a stream's stamp goes back."""
+        if stamp_ns < self._last_stamp.get(stream, -1):
+            self._reject(f'{stream}_out_of_order')
+            return False
+        self._last_stamp[stream] = stamp_ns
+        return True
+
     def _on_imu(self, msg: Imu) -> None:
         g, a = msg.angular_velocity, msg.linear_acceleration
+        if not all(math.isfinite(v) for v in (g.x, g.y, g.z, a.x, a.y, a.z)):
+            self._reject('imu_non_finite')  # one NaN would poison the pose for good
+            return
+        if not self._in_order('imu', time_to_ns(msg.header.stamp)):
+            return
         with self._cond:
             self.aligner.push_imu(
                 time_to_ns(msg.header.stamp), (g.x, g.y, g.z), (a.x, a.y, a.z), time.time_ns()
@@ -291,6 +311,22 @@ class FusionNode(node_utils.DeviceNode):
         if not self.params.radar_input:  # camera-only ablation: taken in, not used
             self._ack()
             return
+        if not msg.complete:  # the next cycle began before this one ended: made up or cut
+            self._reject('radar_incomplete')
+            return
+        if not self._in_order('radar', time_to_ns(msg.header.stamp)):
+            return
+        finite = [
+            o
+            for o in msg.objects
+            if all(
+                math.isfinite(v) for v in (o.position.x, o.position.y, o.velocity.x, o.velocity.y)
+            )
+        ]
+        if len(finite) < len(msg.objects):
+            self.rejected['radar_object_non_finite'] = (
+                self.rejected.get('radar_object_non_finite', 0) + len(msg.objects) - len(finite)
+            )
         objs = [
             RadarObjectIn(
                 o.id,
@@ -306,7 +342,7 @@ class FusionNode(node_utils.DeviceNode):
                 o.position_rms_x,
                 o.position_rms_y,
             )
-            for o in msg.objects
+            for o in finite
         ]
         stamp = time_to_ns(msg.header.stamp)
         with self._cond:
@@ -316,6 +352,9 @@ class FusionNode(node_utils.DeviceNode):
         self._ack()
 
     def _on_speed(self, msg: Float64) -> None:
+        if not math.isfinite(msg.data) or msg.data < -1.0:
+            self._reject('speed_invalid')
+            return
         with self._cond:
             self.engine.set_speed(msg.data)
         self._ack()
@@ -423,7 +462,8 @@ class FusionNode(node_utils.DeviceNode):
         arr = ObjectArray()
         arr.header.stamp = ns_to_time(fused.stamp_ns)
         arr.header.frame_id = p.base_frame
-        for o in fused.objects:
+        tracked = len(fused.velocity_std) == len(fused.objects)
+        for k, o in enumerate(fused.objects):
             m = Object(
                 id=o.id,
                 object_class=o.object_class,
@@ -431,8 +471,10 @@ class FusionNode(node_utils.DeviceNode):
                 yaw=float(o.yaw),
                 yaw_rate=0.0,
                 position_std=float(o.position_std),
-                velocity_std=0.0,
+                velocity_std=float(fused.velocity_std[k]) if tracked else 0.0,
                 sources=o.sources,
+                existence_probability=float(fused.existence[k]) if tracked else 1.0,
+                age_s=float(fused.age_s[k]) if tracked else 0.0,
             )
             m.position.x, m.position.y = o.x, o.y
             m.size.x, m.size.y, m.size.z = o.length, o.width, 1.5
@@ -447,6 +489,9 @@ class FusionNode(node_utils.DeviceNode):
         odom.pose.pose.orientation.z = math.sin(e.yaw / 2)
         odom.pose.pose.orientation.w = math.cos(e.yaw / 2)
         odom.twist.twist.linear.x, odom.twist.twist.angular.z = e.v, e.yaw_rate
+        # Covariances (row-major 6x6: x y z roll pitch yaw): dead reckoning's drift, speed's std.
+        odom.pose.covariance[0] = odom.pose.covariance[7] = e.xy_std**2
+        odom.twist.covariance[0] = e.v_std**2
         t1 = time.perf_counter_ns()
         self.odom_pub.publish(odom)  # first: the planner transforms the objects with it
         t2 = time.perf_counter_ns()
@@ -476,13 +521,19 @@ class FusionNode(node_utils.DeviceNode):
                 if r.summary().count
             ),
             'camera_overruns': cam.overruns if cam else '',
+            'rejected': ', '.join(f'{k} {v}' for k, v in sorted(self.rejected.items())),
+            'ego_speed_mps': round(self.engine.ego.v, 3),
+            'ego_speed_std_mps': round(self.engine.ego.v_std, 3),
+            'ego_speed_source': self.engine.ego.speed_source,
+            'tracks_confirmed': len(self.engine.tracker.confirmed()),
+            'tracks_all': len(self.engine.tracker.tracks),
             'policy': self.rt_report.policy if self.rt_report else '',
         }
         for name, st in self.aligner.stats.items():
             values[f'{name}_late_dropped'] = f'{st.late}/{st.dropped}'
         level = (
             DiagnosticStatus.WARN
-            if self.torn or self.inference_errors or self.worker_errors
+            if self.torn or self.inference_errors or self.worker_errors or self.rejected
             else DiagnosticStatus.OK
         )
         status = DiagnosticStatus(

@@ -56,13 +56,14 @@ def test_dead_reckoning_follows_a_circle() -> None:
     assert frames[-1].missing == ('radar', 'audio')
 
 
-def test_measured_speed_replaces_the_parameter() -> None:
-    engine = FusionEngine(FusionParams(ego_speed_mps=5.0))
+def test_measured_vehicle_speed_drives_the_estimate() -> None:
+    engine = FusionEngine(FusionParams())  # no fixed speed: estimated
     engine.set_speed(20.0)
     frames = _drive(engine, 1.0, 0.0)
     t = (frames[-1].ego.stamp_ns - frames[0].ego.stamp_ns) / 1e9
-    assert frames[-1].ego.v == 20.0
-    assert frames[-1].ego.x == pytest.approx(20.0 * t, rel=1e-9)
+    assert frames[-1].ego.v == pytest.approx(20.0, abs=1e-3)
+    assert frames[-1].ego.x == pytest.approx(20.0 * t, rel=1e-3)
+    assert frames[-1].ego.speed_source == 'vehicle'
 
 
 def _one_frame(
@@ -83,7 +84,13 @@ def _one_frame(
 
 
 def test_radar_objects_move_to_the_frame_time_and_into_the_vehicle_frame() -> None:
-    p = FusionParams(radar_x=3.6, radar_y=0.5, radar_yaw=math.radians(10), ego_speed_mps=10.0)
+    p = FusionParams(
+        radar_x=3.6,
+        radar_y=0.5,
+        radar_yaw=math.radians(10),
+        ego_speed_mps=10.0,
+        output='detections',
+    )
     engine = FusionEngine(p)
     # A car 30 m straight ahead of the radar closing at 10 m/s (relative): standing still.
     car = RadarObjectIn(7, 30.0, 0.0, -10.0, 0.0, ars_class=1, prob_exist=0.99)
@@ -104,7 +111,7 @@ def test_radar_objects_move_to_the_frame_time_and_into_the_vehicle_frame() -> No
 
 
 def test_measured_size_rms_and_existence_threshold() -> None:
-    engine = FusionEngine(FusionParams(min_probability=0.5))
+    engine = FusionEngine(FusionParams(min_probability=0.5, output='detections'))
     ped = RadarObjectIn(
         1, 12.0, -2.0, 0.0, 1.0, 3, length=0.8, width=0.7, prob_exist=0.9, rms_x=0.3, rms_y=0.4
     )
@@ -115,7 +122,7 @@ def test_measured_size_rms_and_existence_threshold() -> None:
 
 
 def test_camera_evidence_is_read_where_the_object_projects() -> None:
-    p = FusionParams()
+    p = FusionParams(output='detections')
     engine = FusionEngine(p)
     h, w = 384, 640
     out = np.full((1, 4, h // 8, w // 8), -20.0, np.float32)

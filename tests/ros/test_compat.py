@@ -44,7 +44,14 @@ def test_discovery_env_keeps_graphs_on_this_host_in_their_own_domain() -> None:
 
 @pytest.mark.parametrize(
     'pattern',
-    [r'rclpy\.ok\(', r'rclpy\.try_shutdown\(', r'rclpy\.experimental', r'TimerInfo\b(?!.*#)'],
+    [
+        r'rclpy\.ok\(',
+        r'rclpy\.try_shutdown\(',
+        r'rclpy\.experimental',
+        r'rclpy\.event_handler',
+        r'rclpy\.qos_event',
+        r'TimerInfo\b(?!.*#)',
+    ],
 )
 def test_no_code_outside_the_compat_layer_uses_a_distribution_specific_api(pattern: str) -> None:
     offenders = []

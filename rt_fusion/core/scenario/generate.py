@@ -258,6 +258,7 @@ def _truth(ts: Any, world: World) -> Iterator[Item]:
                     id=o['id'],
                     object_class=OBJECT_CLASS[o['class']],
                     class_probability=1.0,
+                    existence_probability=1.0,
                     position=make(
                         ts, 'geometry_msgs/msg/Point', x=o['ego_x'], y=o['ego_y'], z=0.0
                     ),

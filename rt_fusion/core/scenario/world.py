@@ -202,6 +202,31 @@ class World:
     audio_events: list[dict[str, Any]]
 
 
+ROADSIDE = {'spacing': 25.0, 'offset': 1.0, 'size': (0.3, 0.3, 1.2)}
+
+
+def roadside_posts(road: Road, spec: dict[str, Any], ego: Any, first: int) -> list[dict[str, Any]]:
+    """Static posts (guard-rail posts, delineators) along both road edges, every ``spacing``
+    metres from 40 m behind the ego's start to 250 m beyond its end (``roadside: {spacing: 0}``
+    turns them off). The stationary world a radar sees: the ego-speed estimate votes with them.
+    They are actors like any other (class ``static``), so they are in the ground truth."""
+    p = {**ROADSIDE, **(spec or {})}
+    spacing = float(p['spacing'])
+    if spacing <= 0:
+        return []
+    right, left = road.edges()
+    right, left = right - float(p['offset']), left + float(p['offset'])
+    s_end = float(np.max(ego.s)) + 250.0
+    out = []
+    for d in (right, left):
+        s = -40.0
+        while s < s_end:
+            out.append({'class': 'static', 's': s, 'd': d, 'speed': 0.0, 'size': list(p['size'])})
+            s += spacing
+    del first
+    return out
+
+
 def build_world(scenario: dict[str, Any], seconds: float) -> World:
     """Builds the tracks of a scenario description.
 
@@ -215,9 +240,10 @@ def build_world(scenario: dict[str, Any], seconds: float) -> World:
         float(r.get('curvature', 0.0)), int(r.get('lanes', 3)), float(r.get('lane_width', 3.5))
     )
     ego = build_track(road, _field(scenario, 'ego', 'scenario'), 0, seconds, 'ego')
+    specs = list(scenario.get('actors', []))
+    specs += roadside_posts(road, scenario.get('roadside', {}), ego, len(specs))
     actors = [
-        build_track(road, spec, i + 1, seconds, f'actors[{i}]')
-        for i, spec in enumerate(scenario.get('actors', []))
+        build_track(road, spec, i + 1, seconds, f'actors[{i}]') for i, spec in enumerate(specs)
     ]
     events = list(scenario.get('audio_events', []))
     for k, ev in enumerate(events):

@@ -69,6 +69,7 @@ def test_radar_noise_has_the_configured_statistics() -> None:
             'actors': [
                 {'class': 'car', 'd': d, 's': s} for s, d in ((20, 0), (45, 3.5), (80, -3.5))
             ],
+            'roadside': {'spacing': 0},  # only the three cars
         },
         60.0,
     )
@@ -257,6 +258,7 @@ def _line_up(speed_behind: float = 0.0) -> object:
         'name': 'line_up',
         'road': {'curvature': 0.0, 'lanes': 2, 'lane_width': 3.5},
         'ego': {'class': 'car', 'speed': 10.0, 'lane': 0},
+        'roadside': {'spacing': 0},
         'actors': [
             {'class': 'car', 'lane': 0, 's': 20.0, 'speed': 10.0},
             {'class': 'car', 'lane': 0, 's': 45.0, 'speed': 10.0 + speed_behind},
@@ -322,3 +324,14 @@ def test_generated_radar_ids_and_existence_do_not_give_the_answer_away(cut_in) -
     assert all(
         set(o['visible']) == {'camera', 'radar'} for f in truth['frames'] for o in f['objects']
     )
+
+
+def test_roadside_posts_line_both_edges_and_are_in_the_truth() -> None:
+    world = build_world(_scenario('cut_in'), 4.0)
+    posts = [a for a in world.actors if a.cls == 'static']
+    right, left = world.road.edges()
+    ds = sorted({round(float(a.d[0]), 3) for a in posts})
+    assert ds == [round(right - 1.0, 3), round(left + 1.0, 3)]
+    assert all(abs(float(a.vx.max())) < 1e-9 for a in posts)
+    off = build_world({**_scenario('cut_in'), 'roadside': {'spacing': 0}}, 4.0)
+    assert not [a for a in off.actors if a.cls == 'static']

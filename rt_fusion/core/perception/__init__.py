@@ -1,0 +1,1 @@
+"""Perception: ego motion from the sensors, tracking and association (ROS-free)."""

@@ -1,0 +1,147 @@
+"""Tracker and ego motion: hand-computed filter steps, gating decisions and track life cycles."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from rt_fusion.core.perception.ego import EgoMotion, EgoParams
+from rt_fusion.core.perception.tracker import Detection, Tracker, TrackerParams
+
+S = 1_000_000_000  # ns per second
+
+
+def test_prediction_is_constant_velocity_with_white_acceleration_noise() -> None:
+    tr = Tracker(TrackerParams(accel_std=2.0))
+    tr.step(0, [Detection(10.0, 0.0, 5.0, 1.0, pos_std=0.5, vel_std=0.5)])
+    (t,) = tr.tracks
+    x, cov = t.predicted(S // 2, 2.0)  # 0.5 s later
+    assert x == pytest.approx([12.5, 0.5, 5.0, 1.0])
+    # P' = F P F' + Q, per axis: [[p + dt² v + q11, dt v + q12], [dt v + q12, v + q22]]
+    # p = v = 0.25; q = 4 [[dt⁴/4, dt³/2], [dt³/2, dt²]] = [[0.0625, 0.25], [0.25, 1.0]]
+    assert cov[0, 0] == pytest.approx(0.25 + 0.25 * 0.25 + 0.0625)
+    assert cov[0, 2] == pytest.approx(0.5 * 0.25 + 0.25)
+    assert cov[2, 2] == pytest.approx(0.25 + 1.0)
+    assert cov[0, 1] == 0.0
+
+
+def test_an_update_is_the_kalman_weighted_mean() -> None:
+    tr = Tracker(TrackerParams(accel_std=0.0))
+    tr.step(0, [Detection(10.0, 0.0, 0.0, 0.0, pos_std=1.0, vel_std=1.0)])
+    tr.step(0, [Detection(11.0, 0.0, 0.0, 0.0, pos_std=1.0, vel_std=1.0)])
+    (t,) = tr.tracks
+    # Equal variances (1 m²): the mean, with half the variance.
+    assert t.x[0] == pytest.approx(10.5)
+    assert t.P[0, 0] == pytest.approx(0.5)
+
+
+def test_gating_rejects_a_detection_beyond_the_mahalanobis_gate() -> None:
+    tr = Tracker(TrackerParams(gate_chi2=9.0))
+    tr.step(0, [Detection(10.0, 0.0, pos_std=0.5)])
+    t = tr.tracks[0]
+    # Innovation covariance: P (0.25) + R (0.25) = 0.5 m² per axis.
+    # 2.0 m away: d² = 4 / 0.5 = 8 <= 9 (taken); 2.2 m: 4.84 / 0.5 = 9.68 > 9 (new track).
+    near = tr.associate([Detection(12.0, 0.0, pos_std=0.5)])
+    far = tr.associate([Detection(12.2, 0.0, pos_std=0.5)])
+    assert near == [(0, 0)] and far == []
+    assert t.id == 1
+
+
+def test_assignment_takes_the_least_total_distance() -> None:
+    tr = Tracker()
+    tr.step(0, [Detection(10.0, 0.0, pos_std=1.0), Detection(10.0, 3.0, pos_std=1.0)])
+    pairs = tr.associate([Detection(10.0, 2.6, pos_std=1.0), Detection(10.0, 0.4, pos_std=1.0)])
+    assert sorted(pairs) == [(0, 1), (1, 0)]
+
+
+def _scans(tr: Tracker, hits: list[bool], x: float = 20.0) -> None:
+    for k, hit in enumerate(hits):
+        tr.step(k * S // 10, [Detection(x, 0.0, 0.0, 0.0)] if hit else [])
+
+
+def test_three_hits_in_five_scans_confirm_a_track() -> None:
+    tr = Tracker(TrackerParams(confirm_hits=3, confirm_window=5))
+    _scans(tr, [True, True])
+    assert tr.tracks and not tr.confirmed()  # tentative: not published
+    _scans(tr, [True])
+    assert [t.id for t in tr.confirmed()] == [1]
+
+
+def test_a_one_scan_false_alarm_never_becomes_a_track() -> None:
+    tr = Tracker(TrackerParams(confirm_hits=3, confirm_window=5))
+    _scans(tr, [True, False, False, False])
+    assert tr.tracks == [] and tr.births == tr.deaths == 1
+
+
+def test_a_confirmed_track_coasts_through_misses_then_is_deleted() -> None:
+    tr = Tracker(TrackerParams(max_misses=4))
+    _scans(tr, [True, True, True])
+    (t,) = tr.confirmed()
+    p0 = t.P[0, 0]
+    for k in range(3):  # three misses: still there, less certain each time
+        tr.step((3 + k) * S // 10, [])
+        assert tr.confirmed() and tr.tracks[0].P[0, 0] > p0
+        p0 = tr.tracks[0].P[0, 0]
+    tr.step(6 * S // 10, [Detection(20.0, 0.0, 0.0, 0.0)])  # found again: same id
+    assert [t.id for t in tr.confirmed()] == [1]
+    for k in range(4):
+        tr.step((7 + k) * S // 10, [])
+    assert tr.confirmed() == []
+
+
+def test_ids_are_the_trackers_own_and_class_is_a_vote() -> None:
+    tr = Tracker()
+    for k in range(5):
+        cls = 2 if k == 2 else 1  # one scan says truck, four say car
+        tr.step(k * S // 10, [Detection(30.0, 0.0, 0.0, 0.0, cls=cls, sensor_id=42 + k)])
+    (t,) = tr.confirmed()
+    assert t.id == 1 and t.cls == 1 and t.cls_prob == pytest.approx(4 / 5)
+
+
+def test_ego_speed_from_the_radars_stationary_returns() -> None:
+    ego = EgoMotion(EgoParams(consensus_mps=0.6, min_votes=2))
+    # Ego at 15 m/s: three stationary returns (-15 relative), a car ahead at 18 m/s (+3), and
+    # one moving with us (0): the stationary group wins.
+    z = ego.radar_speed(np.array([-15.1, -14.9, -15.0, 3.0, 0.0]))
+    assert z == pytest.approx(15.0)
+    assert ego.pose.v == pytest.approx(15.0, abs=0.01)  # prior: 0 ± 30 m/s
+    # A vote far from the filter's speed afterwards is rejected (3-sigma gate).
+    ego.radar_speed(np.array([-3.0, -3.1]))
+    assert ego.radar_rejected == 1 and ego.pose.v == pytest.approx(15.0, abs=0.01)
+
+
+def test_ego_coasts_on_the_imu_and_its_uncertainty_grows() -> None:
+    ego = EgoMotion(EgoParams(accel_std=0.3))
+    ego.vehicle_speed(10.0)
+    ego.advance(0, 0.0, 0.0, 0.0)
+    var0 = ego.pose.v_var
+    for k in range(1, 11):  # 1 s at 1 m/s² forward
+        ego.advance(k * S // 10, 0.0, 0.0, 1.0)
+    assert ego.pose.v == pytest.approx(11.0, abs=1e-3)
+    assert ego.pose.x == pytest.approx(10.5, abs=1e-3)  # v0 t + a t² / 2
+    assert ego.pose.v_var > var0
+    # pose_at interpolates the history (radar scans are older than frames).
+    x, y, yaw = ego.pose_at(S // 20)
+    assert x == pytest.approx(0.5 * (ego._history[0][1] + ego._history[1][1]))
+    assert (y, yaw) == (0.0, 0.0)
+    assert math.isfinite(ego.pose.xy_var)
+
+
+def test_a_second_return_of_a_tracked_object_starts_no_track() -> None:
+    tr = Tracker()
+    _scans(tr, [True, True, True])
+    # The truck's rear and its cab, 1 m apart: one is assigned, the other is inside the gate.
+    tr.step(3 * S // 10, [Detection(20.0, 0.0, 0.0, 0.0), Detection(21.0, 0.0, 0.0, 0.0)])
+    assert [t.id for t in tr.tracks] == [1]
+
+
+def test_two_confirmed_tracks_on_one_object_merge_into_the_older() -> None:
+    tr = Tracker(TrackerParams(merge_distance_m=1.5))
+    for k in range(3):  # two tracks 3 m apart, both confirmed
+        tr.step(k * S // 10, [Detection(20.0, 0.0, 0.0, 0.0), Detection(20.0, 3.0, 0.0, 0.0)])
+    assert [t.id for t in tr.confirmed()] == [1, 2]
+    tr.tracks[1].x[:2] = (20.0, 1.0)  # drifted onto the first
+    tr.step(3 * S // 10, [Detection(20.0, 0.0, 0.0, 0.0)])
+    assert [t.id for t in tr.confirmed()] == [1]

@@ -1,0 +1,107 @@
+"""tools/evaluate.py: deterministic lock-step scoring through replay.launch.py; the baseline."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import ROOT, VENV, ros_env
+
+BASELINE = ROOT / 'config' / 'eval_baseline.yaml'
+
+
+def _evaluate(*args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    if importlib.util.find_spec('launch_ros') is None:
+        pytest.skip('launch/launch_ros not installed (make setup takes them from ../shared)')
+    env = {**ros_env(), 'AMENT_PREFIX_PATH': str(VENV)}
+    return subprocess.run(
+        [sys.executable, str(ROOT / 'tools' / 'evaluate.py'), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+@pytest.mark.slow
+def test_two_runs_write_identical_metrics_and_a_table_png_and_result(tmp_path: Path) -> None:
+    outs = []
+    for k in range(2):
+        out = tmp_path / f'run{k}'
+        proc = _evaluate(
+            '--scenario', 'cut_in', '--seed', '5', '--seconds', '4', '--out', str(out)
+        )
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        outs.append(out / 'cut_in-s5-4s' / 'fused')
+    first, second = ((o / 'metrics.json').read_text() for o in outs)
+    assert first == second  # lock-step: the same outputs on any machine, any load
+    metrics = json.loads(first)
+    assert metrics['frames'] == metrics['frames_fused'] == 120
+    assert metrics['ack_timeouts'] == 0 and metrics['frames_missing'] == []
+    assert 0.0 < metrics['visible']['recall'] <= 1.0
+    assert set(metrics['planning']) >= {'collisions', 'min_gap_m', 'emergency_stops'}
+    assert (outs[0] / 'run.png').read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
+    result = proc.stdout.strip().splitlines()[-1]
+    assert result.startswith('RESULT precision=')
+    for key in (
+        'recall',
+        'mota',
+        'pos_err_m',
+        'vel_err_mps',
+        'id_switches',
+        'fp_per_frame',
+        'collisions',
+        'min_gap_m',
+        'frames',
+        'frames_fused',
+    ):
+        assert f' {key}=' in result
+    assert 'evaluation (visible objects' in proc.stdout
+
+
+@pytest.mark.slow
+def test_the_short_suite_holds_the_stored_baseline(tmp_path: Path) -> None:
+    # What make test guards: 2 scenarios × 4 s, fused and radar-only, against the baseline.
+    proc = _evaluate(
+        '--suite',
+        '--scenarios',
+        'cut_in,stopped_car',
+        '--seeds',
+        '1',
+        '--seconds',
+        '4',
+        '--ablate',
+        'radar_only',
+        '--baseline',
+        str(BASELINE),
+        '--out',
+        str(tmp_path),
+    )
+    assert 'REGRESSION' not in proc.stdout, proc.stdout[-3000:]
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    keys = yaml.safe_load(BASELINE.read_text())['runs']
+    assert {'cut_in-s100-4s/fused', 'stopped_car-s100-4s/radar_only'} <= set(keys)
+
+
+def test_a_regression_names_every_metric_that_got_worse() -> None:
+    sys.path.insert(0, str(ROOT))
+    from tools.evaluate import compare  # noqa: PLC0415
+
+    baseline = {
+        'tolerances': {'recall': 0.02, 'pos_err_m': 0.05, 'id_switches': 0},
+        'runs': {'a/fused': {'recall': 0.9, 'pos_err_m': 0.3, 'id_switches': 1, 'mota': 0.8}},
+    }
+    ok = {'a/fused': {'recall': 0.89, 'pos_err_m': 0.34, 'id_switches': 1, 'mota': 0.9}}
+    assert compare(ok, baseline) == []
+    bad = {'a/fused': {'recall': 0.85, 'pos_err_m': 0.4, 'id_switches': 2, 'mota': None}}
+    found = compare(bad, baseline)
+    assert len(found) == 4
+    assert any('recall' in f for f in found) and any('pos_err_m' in f for f in found)
+    assert any('id_switches' in f for f in found) and any('mota missing' in f for f in found)
