@@ -21,8 +21,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ament_index_python.packages import get_package_share_directory
-from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument
+from launch import LaunchContext, LaunchDescription
+from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
@@ -55,8 +55,6 @@ def generate_launch_description() -> LaunchDescription:
         'bag': LaunchConfiguration('bag'),
         'mode': LaunchConfiguration('mode'),
         'rate': LaunchConfiguration('rate'),
-        'topics': ['/imu/out/imu', '/radar/out/objects', CAMERA],
-        'shm': [f'{CAMERA}->/camera/out/image'],
         'restamp': LaunchConfiguration('restamp'),
         'ack_topic': LaunchConfiguration('ack_topic'),
         'start_topic': LaunchConfiguration('start_topic'),
@@ -65,6 +63,11 @@ def generate_launch_description() -> LaunchDescription:
     }
     actions: list[object] = [
         DeclareLaunchArgument('bag', description='rosbag2 folder to replay'),
+        DeclareLaunchArgument(
+            'camera_topic',
+            default_value=CAMERA,
+            description='the camera topic in the bag (JPEG CompressedImage or Image)',
+        ),
         DeclareLaunchArgument(
             'mode', default_value='realtime', description='realtime, lockstep or fast'
         ),
@@ -86,16 +89,26 @@ def generate_launch_description() -> LaunchDescription:
             description='parameters of fusion and planner',
         ),
     ]
-    for name, (executable, remappings) in GRAPH.items():
-        actions.append(
-            Node(
-                package=PACKAGE,
-                executable=executable,
-                name=name,
-                parameters=[replay_params] if name == 'replay' else [config],
-                remappings=remappings,
-                output='screen',
-                emulate_tty=True,
-            )
+
+    def camera_params(context: LaunchContext) -> list[Node]:
+        # Lists of strings cannot hold a substitution (launch joins them): resolved here.
+        camera = LaunchConfiguration('camera_topic').perform(context)
+        topics = {'topics': ['/imu/out/imu', '/radar/out/objects', camera]}
+        shm = {'shm': [f'{camera}->/camera/out/image']}
+        return [node('replay', [replay_params, topics, shm])]
+
+    def node(name: str, parameters: list[object]) -> Node:
+        executable, remappings = GRAPH[name]
+        return Node(
+            package=PACKAGE,
+            executable=executable,
+            name=name,
+            parameters=parameters,
+            remappings=remappings,
+            output='screen',
+            emulate_tty=True,
         )
+
+    actions.append(OpaqueFunction(function=camera_params))
+    actions += [node(name, [config]) for name in GRAPH if name != 'replay']
     return LaunchDescription(actions)

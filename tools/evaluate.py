@@ -135,7 +135,6 @@ class Collector:
             DurabilityPolicy,
             QoSProfile,
             ReliabilityPolicy,
-            qos_profile_sensor_data,
         )
         from rt_fusion_msgs.msg import ObjectArray, Trajectory  # noqa: PLC0415
         from std_msgs.msg import UInt64  # noqa: PLC0415
@@ -151,13 +150,9 @@ class Collector:
         self.matched = {'objects': 0, 'odometry': 0, 'trajectory': 0}
         for key, cls, topic, cb, qos in (
             ('objects', ObjectArray, '/fusion/out/objects', self._objects, reliable),
-            (
-                'odometry',
-                Odometry,
-                '/fusion/out/odometry',
-                self._odometry,
-                qos_profile_sensor_data,
-            ),
+            # reliable: in a lock-step run the fusion publishes its odometry reliably too; a
+            # best-effort reader here lost poses (and the plans without one went unscored)
+            ('odometry', Odometry, '/fusion/out/odometry', self._odometry, reliable),
             ('trajectory', Trajectory, '/planner/out/trajectory', self._plan, reliable),
         ):
             events = compat.SubscriptionEventCallbacks(
@@ -378,6 +373,14 @@ def bag_counts(bag: Path) -> dict[str, int]:
         return {c.topic: c.msgcount for c in reader.connections}
 
 
+def camera_topic(counts: dict[str, int]) -> str:
+    """The bag's camera topic: the generator's JPEG one, or raw images a recorder wrote."""
+    for topic in ('/camera/out/image/compressed', '/camera/out/image'):
+        if counts.get(topic):
+            return topic
+    raise SystemExit(f'evaluate: the bag has no camera topic (it has {sorted(counts)})')
+
+
 def run_graph(
     bag: Path, variant: str, out: Path, collector: Collector, config: Path, deadline_s: float
 ) -> dict[str, Any]:
@@ -393,6 +396,7 @@ def run_graph(
             'restamp': 'false',
             'ack_topic': ACK_TOPIC,
             'start_topic': START_TOPIC,
+            'camera_topic': camera_topic(bag_counts(bag)),
             'config': str(params),
         },
         log=out / 'graph.log',
@@ -513,7 +517,8 @@ def plot(frames: list[ev.Frame], metrics: dict[str, Any], title: str, path: Path
         err.append(float(np.mean([d for _, _, d in pairs])) if pairs else np.nan)
         fp_t.append(t)
         fp_n.append(len(outs) - len(pairs))
-        fn_n.append(sum(o.visible for o in f.truth) - len(pairs))
+        hit = {i for i, _, _ in pairs}
+        fn_n.append(sum(o.visible and i not in hit for i, o in enumerate(f.truth)))
     for aid, pts in sorted(tracks.items()):
         arr = np.asarray(pts, dtype=np.float64)
         line = axes[0].plot(arr[:, 0], arr[:, 1], lw=2, label=f'truth {aid}')[0]
@@ -526,8 +531,8 @@ def plot(frames: list[ev.Frame], metrics: dict[str, Any], title: str, path: Path
     axes[1].set_ylabel('y left [m]')
     axes[0].legend(fontsize=7, ncol=4, loc='upper right')
     axes[2].plot(err_t, err, label='mean position error of matches [m]')
-    axes[2].step(fp_t, fp_n, where='mid', label='unmatched outputs')
-    axes[2].step(fp_t, fn_n, where='mid', label='missed visible truth')
+    axes[2].step(fp_t, fp_n, where='mid', label='unmatched outputs (any range)')
+    axes[2].step(fp_t, fn_n, where='mid', label='missed visible truth (any range)')
     axes[2].set_xlabel('time [s]')
     axes[2].legend(fontsize=8)
     vis = metrics.get('visible', {})

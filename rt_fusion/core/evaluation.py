@@ -396,17 +396,32 @@ def score_planning(
     collisions = 0
     max_acc = 0.0
     max_jerk = 0.0
+    r_ego = math.hypot(*ego_size) / 2
+    tracks = [(a, np.unwrap(a.yaw), math.hypot(a.length, a.width) / 2) for a in actors if len(a.t)]
     for plan in plans:
         collided = False
-        for k in range(len(plan.t)):
-            if plan.t[k] > horizon_s:
-                break
-            ego = box_corners(plan.x[k], plan.y[k], plan.yaw[k], *ego_size)
-            for actor in actors:
-                pose = actor.at(plan.t0 + float(plan.t[k]))
-                if pose is None:
-                    continue
-                gap = box_gap(ego, box_corners(*pose, actor.length, actor.width))
+        keep = np.flatnonzero(np.asarray(plan.t) <= horizon_s)
+        ts = plan.t0 + np.asarray(plan.t, dtype=np.float64)[keep]
+        px = np.asarray(plan.x, dtype=np.float64)[keep]
+        py = np.asarray(plan.y, dtype=np.float64)[keep]
+        for actor, yaw, r_actor in tracks:
+            inside = (ts >= actor.t[0] - 1e-9) & (ts <= actor.t[-1] + 1e-9)
+            ax = np.interp(ts, actor.t, actor.x)
+            ay = np.interp(ts, actor.t, actor.y)
+            # Bounding circles give a lower bound of the gap: only points that could beat the
+            # smallest gap so far (or touch) get the exact oriented-box test.
+            lower = np.hypot(ax - px, ay - py) - r_ego - r_actor
+            for i in np.flatnonzero(inside & (lower < max(min_gap, 0.0) + 1e-9)):
+                k = int(keep[i])
+                ego = box_corners(plan.x[k], plan.y[k], plan.yaw[k], *ego_size)
+                other = box_corners(
+                    float(ax[i]),
+                    float(ay[i]),
+                    float(np.interp(ts[i], actor.t, yaw)),
+                    actor.length,
+                    actor.width,
+                )
+                gap = box_gap(ego, other)
                 min_gap = min(min_gap, gap)
                 if gap <= 0.0:
                     min_ttc = min(min_ttc, float(plan.t[k]))

@@ -205,10 +205,14 @@ class FusionNode(node_utils.DeviceNode):
             self.input_hw = tuple(spec.preprocessing.resize)
         else:
             self.input_hw = (384, 640)
-        reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+        # Lock-step replays (ack_topic set) must lose nothing downstream even when the planner
+        # lags the fusion by many frames: a deep history then; live, the newest matters.
+        reliable = QoSProfile(
+            depth=1000 if p.ack_topic else 10, reliability=ReliabilityPolicy.RELIABLE
+        )
         self.obj_pub = self.create_lifecycle_publisher(ObjectArray, '~/out/objects', reliable)
         self.odom_pub = self.create_lifecycle_publisher(
-            Odometry, '~/out/odometry', qos_profile_sensor_data
+            Odometry, '~/out/odometry', reliable if p.ack_topic else qos_profile_sensor_data
         )
         self.diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
         self.acks = 0

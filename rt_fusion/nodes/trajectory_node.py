@@ -123,8 +123,19 @@ class TrajectoryNode(node_utils.DeviceNode):
         self.traj_pub = self.create_lifecycle_publisher(Trajectory, '~/out/trajectory', reliable)
         self.path_pub = self.create_lifecycle_publisher(Path, '~/out/path', reliable)
         self.diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
-        self.create_subscription(Odometry, '~/in/odometry', self._on_odom, qos_profile_sensor_data)
-        self.create_subscription(ObjectArray, '~/in/objects', self._on_objects, reliable)
+        # clock 'stamps' (lock-step replays): every object list and pose counts, none may be
+        # overwritten while the planner lags; live ('wall') only the newest matter.
+        lossless = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
+        stamps = p.clock == 'stamps'
+        self.create_subscription(
+            Odometry,
+            '~/in/odometry',
+            self._on_odom,
+            lossless if stamps else qos_profile_sensor_data,
+        )
+        self.create_subscription(
+            ObjectArray, '~/in/objects', self._on_objects, lossless if stamps else reliable
+        )
         self.create_subscription(
             RadarObjects, '~/in/radar_objects', self._on_radar, qos_profile_sensor_data
         )

@@ -5,6 +5,7 @@ come out (degraded, the missing inputs counted), none stalled."""
 from __future__ import annotations
 
 import itertools
+import time
 
 import pytest
 
@@ -106,3 +107,85 @@ def test_a_missing_model_fails_at_start_with_its_path(procs: ProcGroup) -> None:
     fusion = _fusion(procs, '-p', 'model:=/nonexistent/net.yaml')
     assert fusion.wait(60) == 2
     assert any('/nonexistent/net.yaml' in line for line in fusion.stderr), fusion.stderr[-5:]
+
+
+def test_non_finite_incomplete_and_backward_inputs_are_counted_and_never_fused(
+    procs: ProcGroup,
+) -> None:
+    import math  # noqa: PLC0415
+
+    import rclpy  # noqa: PLC0415
+    from diagnostic_msgs.msg import DiagnosticArray  # noqa: PLC0415
+    from rclpy.executors import SingleThreadedExecutor  # noqa: PLC0415
+    from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: PLC0415
+    from rt_fusion_msgs.msg import RadarObject, RadarObjects  # noqa: PLC0415
+    from sensor_msgs.msg import Imu  # noqa: PLC0415
+
+    _fusion(procs, '-p', 'sync.wait_for:=[imu]', '-p', 'diagnostics_period_s:=0.2')
+    context = rclpy.Context()
+    rclpy.init(context=context, domain_id=int(procs.env['ROS_DOMAIN_ID']))
+    node = rclpy.create_node('feeder', context=context)
+    try:
+        reliable = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
+        imu_pub = node.create_publisher(Imu, '/fusion/in/imu', reliable)
+        radar_pub = node.create_publisher(RadarObjects, '/fusion/in/radar', reliable)
+        end = time.monotonic() + 90
+        while imu_pub.get_subscription_count() == 0 or radar_pub.get_subscription_count() == 0:
+            assert time.monotonic() < end, 'the fusion node never subscribed'
+            time.sleep(0.05)  # paced: discovery
+
+        def imu(stamp_s: int, gyro_z: float) -> Imu:
+            msg = Imu()
+            msg.header.stamp.sec = stamp_s
+            msg.angular_velocity.z = gyro_z
+            msg.linear_acceleration.z = 9.81
+            return msg
+
+        for k in range(3):
+            imu_pub.publish(imu(100 + k, math.nan))  # a corrupt frame's NaN gyro
+        imu_pub.publish(imu(110, 0.0))
+        imu_pub.publish(imu(105, 0.0))  # back in time
+        # The radar input is best effort (a sensor stream): a sample sent as the reader is still
+        # matching can be lost, so the scans repeat (new stamps) until the counters show them.
+        latest: dict[str, str] = {}
+
+        def on_diag(msg: DiagnosticArray) -> None:
+            for st in msg.status:
+                if st.name == '/fusion: fusion':
+                    latest.update({kv.key: kv.value for kv in st.values})
+
+        node.create_subscription(DiagnosticArray, '/diagnostics', on_diag, reliable)
+        executor = SingleThreadedExecutor(context=context)
+        executor.add_node(node)
+        end = time.monotonic() + 90
+        k = 0
+        while 'radar_object_non_finite' not in latest.get('rejected', ''):
+            assert time.monotonic() < end, f'diagnostics: {latest}'
+            cut = RadarObjects(complete=False)
+            cut.header.stamp.sec = 110 + 2 * k
+            radar_pub.publish(cut)
+            half = RadarObjects(complete=True)
+            half.header.stamp.sec = 111 + 2 * k
+            bad = RadarObject(id=3)
+            bad.position.x = math.inf
+            half.objects = [bad, RadarObject(id=4)]
+            radar_pub.publish(half)
+            k += 1
+            executor.spin_once(timeout_sec=0.3)
+        for _ in range(10):  # a few more diagnostics: the final counts
+            executor.spin_once(timeout_sec=0.3)
+        rejected = [latest['rejected']]
+    finally:
+        node.destroy_node()
+        context.try_shutdown()
+    assert rejected, 'no fusion diagnostics'
+    counts = dict(item.rsplit(' ', 1) for item in rejected[-1].split(', '))
+    assert counts['imu_non_finite'] == '3' and counts['imu_out_of_order'] == '1'
+    # Every scan sent was refused or cleaned: as many incomplete as half-bad ones arrived.
+    assert int(counts['radar_incomplete']) >= 1 and int(counts['radar_object_non_finite']) >= 1
+    assert set(counts) == {
+        'imu_non_finite',
+        'imu_out_of_order',
+        'radar_incomplete',
+        'radar_object_non_finite',
+    }
