@@ -28,7 +28,8 @@ NODES = {
     'fusion_rclpy': FusionNode,
     'planner': TrajectoryNode,
 }
-CONFIGS = sorted((ROOT / 'config').glob('*.yaml'))
+# Parameter files (eval_baseline.yaml beside them holds evaluation figures, not parameters).
+CONFIGS = sorted(p for p in (ROOT / 'config').glob('*.yaml') if p.name != 'eval_baseline.yaml')
 # What tools/demo.py fills in at run time (the recordings' paths).
 FILLED_IN = {
     'replay.yaml': {'camera': {'file': 'solidWhiteRight.mp4'}, 'imu': {'port': '/dev/pts/9'}}

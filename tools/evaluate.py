@@ -35,10 +35,12 @@ from __future__ import annotations
 
 import argparse
 import functools
+import hashlib
 import json
 import math
 import os
 import re
+import shutil
 import signal
 import sys
 import threading
@@ -655,9 +657,19 @@ def make_bag(
 ) -> Path:
     """Generates the scenario into ``out`` unless it is already there (same name, seed, length)."""
     folder = out / run_name(name, seed, args.seconds) / 'scenario'
-    truth = load_truth(folder)
-    if truth is None or truth.get('seed') != seed or truth.get('seconds') != args.seconds:
+    # Reused only when made by this very generator from this very description: a bag from an
+    # older generator scored against today's baseline is a false regression.
+    sources = sorted((ROOT / 'rt_fusion' / 'core' / 'scenario').glob('*.py'))
+    key = hashlib.sha256(
+        json.dumps([scenario, seed, args.seconds], sort_keys=True).encode()
+        + b''.join(p.read_bytes() for p in sources)
+    ).hexdigest()
+    stamp = folder / '.generator_key'
+    if load_truth(folder) is None or not stamp.is_file() or stamp.read_text() != key:
+        if folder.exists():
+            shutil.rmtree(folder)
         generate(scenario, args.seconds, seed, folder)
+        stamp.write_text(key)
     return folder
 
 
