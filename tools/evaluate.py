@@ -384,7 +384,13 @@ def camera_topic(counts: dict[str, int]) -> str:
 
 
 def run_graph(
-    bag: Path, variant: str, out: Path, collector: Collector, config: Path, deadline_s: float
+    bag: Path,
+    variant: str,
+    out: Path,
+    collector: Collector,
+    config: Path,
+    deadline_s: float,
+    camera: str,
 ) -> dict[str, Any]:
     """Lock-step replay of ``bag`` through replay.launch.py; returns what was recorded."""
     out.mkdir(parents=True, exist_ok=True)
@@ -398,7 +404,7 @@ def run_graph(
             'restamp': 'false',
             'ack_topic': ACK_TOPIC,
             'start_topic': START_TOPIC,
-            'camera_topic': camera_topic(bag_counts(bag)),
+            'camera_topic': camera,
             'config': str(params),
         },
         log=out / 'graph.log',
@@ -754,7 +760,9 @@ def main(argv: list[str] | None = None) -> int:
                 out = args.out / job / variant
                 started = time.monotonic()
                 print(f'evaluate: {job} {variant}: lock-step replay ...', flush=True)
-                rec = run_graph(bag, variant, out, collector, args.config, args.deadline)
+                rec = run_graph(
+                    bag, variant, out, collector, args.config, args.deadline, camera_topic(counts)
+                )
                 metrics, timing, frames = score(rec, truth, counts, params)
                 (out / 'metrics.json').write_text(
                     json.dumps(metrics, indent=1, sort_keys=True) + '\n'
@@ -811,17 +819,7 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / 'summary.json').write_text(json.dumps(summary, indent=1, sort_keys=True) + '\n')
     status = 0
     if args.write_baseline is not None:
-        keep = (
-            'precision',
-            'recall',
-            'mota',
-            'pos_err_m',
-            'vel_err_mps',
-            'id_switches',
-            'fp_per_frame',
-            'collisions',
-            'min_gap_m',
-        )
+        keep = RESULT_KEYS  # the baseline guards the RESULT line's figures
         old = (
             yaml.safe_load(args.write_baseline.read_text())
             if args.write_baseline.is_file()
