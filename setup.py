@@ -47,6 +47,7 @@ TOOLS = {
     'rt_fusion_bench_planner': 'rt_fusion_tools.bench_planner:main',
     'rt_fusion_make_scenario': 'rt_fusion_tools.make_scenario:main',
     'rt_fusion_record': 'rt_fusion_tools.record:main',
+    'rt_fusion_alsa_feeder': 'rt_fusion_tools.alsa_feeder:main',
 }
 
 setup(

@@ -13,7 +13,9 @@ into a shared-memory ring with ``ShmFrame`` descriptors, radar objects, IMU), wi
 moved onto the host clock (``restamp``), starting once the fusion node subscribes. Bags from
 ``tools/make_scenario.py`` and from ``tools/record.py`` on the vehicle have these topics.
 Parameters of fusion and planner come from ``config`` (default the installed
-``config/replay.yaml``).
+``config/replay.yaml``); a section in it for a node this graph lacks stops the launch. Fusion
+and planner are the vehicle graph's own (``rt_fusion/ros/graph.py``, shared with
+``vehicle.launch.py``).
 """
 
 from __future__ import annotations
@@ -24,33 +26,15 @@ from ament_index_python.packages import get_package_share_directory
 from launch import LaunchContext, LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
-from launch_ros.actions import Node
 
-PACKAGE = 'rt_fusion'
+from rt_fusion.ros import graph
+
 CAMERA = '/camera/out/image/compressed'
-
-# Node name -> (executable, remappings), as in vehicle.launch.py.
-GRAPH: dict[str, tuple[str, list[tuple[str, str]]]] = {
-    'replay': ('replay_node', []),
-    'fusion': (
-        'fusion_node',
-        [
-            ('~/in/camera', '/camera/out/image'),
-            ('~/in/imu', '/imu/out/imu'),
-            ('~/in/radar', '/radar/out/objects'),
-        ],
-    ),
-    'planner': (
-        'trajectory_node',
-        [('~/in/objects', '/fusion/out/objects'), ('~/in/odometry', '/fusion/out/odometry')],
-    ),
-}
 
 
 def generate_launch_description() -> LaunchDescription:
     """``ros2 launch`` entry point."""
-    share = Path(get_package_share_directory(PACKAGE))
-    config = LaunchConfiguration('config')
+    share = Path(get_package_share_directory(graph.PACKAGE))
     replay_params = {
         'bag': LaunchConfiguration('bag'),
         'mode': LaunchConfiguration('mode'),
@@ -90,25 +74,18 @@ def generate_launch_description() -> LaunchDescription:
         ),
     ]
 
-    def camera_params(context: LaunchContext) -> list[Node]:
+    def nodes(context: LaunchContext) -> list[object]:
+        config = LaunchConfiguration('config').perform(context)
+        graph.check_config(config)  # one file may serve the demo's graph too
         # Lists of strings cannot hold a substitution (launch joins them): resolved here.
         camera = LaunchConfiguration('camera_topic').perform(context)
-        topics = {'topics': ['/imu/out/imu', '/radar/out/objects', camera]}
-        shm = {'shm': [f'{camera}->/camera/out/image']}
-        return [node('replay', [replay_params, topics, shm])]
+        topics = {'topics': [graph.IMU_TOPIC, graph.RADAR_TOPIC, camera]}
+        shm = {'shm': [f'{camera}->{graph.CAMERA_TOPIC}']}
+        return [
+            graph.launch_node(graph.REPLAY, [replay_params, topics, shm]),
+            graph.launch_node(graph.FUSION, [config]),
+            graph.launch_node(graph.PLANNER, [config]),
+        ]
 
-    def node(name: str, parameters: list[object]) -> Node:
-        executable, remappings = GRAPH[name]
-        return Node(
-            package=PACKAGE,
-            executable=executable,
-            name=name,
-            parameters=parameters,
-            remappings=remappings,
-            output='screen',
-            emulate_tty=True,
-        )
-
-    actions.append(OpaqueFunction(function=camera_params))
-    actions += [node(name, [config]) for name in GRAPH if name != 'replay']
+    actions.append(OpaqueFunction(function=nodes))
     return LaunchDescription(actions)

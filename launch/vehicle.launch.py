@@ -2,83 +2,205 @@
 
     ros2 launch rt_fusion vehicle.launch.py
     ros2 launch rt_fusion vehicle.launch.py config:=/path/to/my_vehicle.yaml microphone:=false
+    ros2 launch rt_fusion vehicle.launch.py emulate:=true overrides:=/path/to/dev.yaml
 
 Every node reads its parameters from one YAML file (``config``, default the installed
-``config/vehicle.yaml``); a misspelt or out-of-range parameter stops that node at start-up with
-its name. Topics: the sensor nodes publish under their names (``/camera/out/image`` descriptors
-and shared memory, ``/radar/out/objects``, ``/imu/out/imu``, ``/microphone/out/audio``), the
-fusion node reads them and publishes ``/fusion/out/objects`` and ``/fusion/out/odometry``, the
-planner publishes ``/planner/out/trajectory`` and ``/planner/out/path``. Real-time settings
-(SCHED_FIFO priorities, CPU sets, locked memory) are parameters too (``rt.*``); the host must be
-set up first (``rt_kernel/README.md``). ``emulate_sensors:=true`` (no hardware) is what
-``tools/demo.py`` does on a development machine.
+``config/vehicle.yaml``), then from ``overrides`` if given; a section for a node this graph does
+not have (``fusoin:``) stops the launch before anything starts, and a misspelt or out-of-range
+parameter stops that node at start-up with its name. The graph itself (nodes, executables,
+remappings) is ``rt_fusion/ros/graph.py``, shared with ``replay.launch.py``. Topics: the sensor
+nodes publish under their names (``/camera/out/image`` descriptors and shared memory,
+``/radar/out/objects``, ``/imu/out/imu``, ``/microphone/out/audio``), the fusion node reads
+them and publishes ``/fusion/out/objects`` and ``/fusion/out/odometry``, the planner publishes
+``/planner/out/trajectory`` and ``/planner/out/path``. Real-time settings (SCHED_FIFO
+priorities, CPU sets, locked memory) are parameters too (``rt.*``); the host must be set up
+first (``rt_kernel/README.md``).
+
+``emulate:=true`` runs the same nodes with the same configuration on a machine without the
+hardware, each sensor on the next real thing fed with the recordings in ``data`` (default
+``../shared/data`` beside the source tree): the Xsens MTi on a pseudo-terminal
+(``xsens_emulator``), the ARS408 on a python-can UDP-multicast bus (``can_replay``, which also
+answers the configuration), the camera from the dash-cam video, the microphone from an ALSA
+``file`` PCM fed with a recorded clip. Only the device parameters are replaced (and
+``rt.require_rt`` and ``rt.cpus``: a development machine has neither PREEMPT_RT nor the
+vehicle's CPUs); everything else is the file's.
 """
 
 from __future__ import annotations
 
+import os
+import random
+import tempfile
+import wave
 from pathlib import Path
 
-from ament_index_python.packages import get_package_share_directory
-from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument
-from launch.conditions import IfCondition
+from ament_index_python.packages import get_package_prefix, get_package_share_directory
+from launch import LaunchContext, LaunchDescription
+from launch.actions import (
+    DeclareLaunchArgument,
+    ExecuteProcess,
+    OpaqueFunction,
+    RegisterEventHandler,
+)
+from launch.event_handlers import OnProcessIO
 from launch.substitutions import LaunchConfiguration
-from launch_ros.actions import Node
 
-PACKAGE = 'rt_fusion'
+from rt_fusion.ros import graph
 
-# Node name -> (executable, remappings). The names are the sections of the YAML file.
-GRAPH: dict[str, tuple[str, list[tuple[str, str]]]] = {
-    'camera': ('camera_node', []),
-    'radar': ('radar_node', [('~/in/odometry', '/fusion/out/odometry')]),
-    'imu': ('imu_node', []),
-    'microphone': ('microphone_node', []),
-    'fusion': (
-        'fusion_node',
-        [
-            ('~/in/camera', '/camera/out/image'),
-            ('~/in/imu', '/imu/out/imu'),
-            ('~/in/radar', '/radar/out/objects'),
-        ],
-    ),
-    'planner': (
-        'trajectory_node',
-        [('~/in/objects', '/fusion/out/objects'), ('~/in/odometry', '/fusion/out/odometry')],
-    ),
+GROUP = '239.74.163.2'
+DATA = Path(__file__).resolve().parents[1].parent / 'shared' / 'data'
+RECORDINGS = {
+    'video': 'camera/solidWhiteRight.mp4',
+    'candump': 'radar_ars408/candump-2026-06-24_154259.log',
+    'imu_bag': 'imu_radar_rio/ti_mmwave_rospkg_demo_ros2',
+    'audio': 'audio/car_engine.wav',
 }
+
+
+def _true(context: LaunchContext, name: str) -> bool:
+    return LaunchConfiguration(name).perform(context).lower() in ('true', '1', 'yes')
+
+
+def _tool(name: str) -> str:
+    return str(Path(get_package_prefix(graph.PACKAGE)) / 'lib' / graph.PACKAGE / name)
+
+
+def _emulation(context: LaunchContext) -> tuple[list[object], dict[str, dict[str, object]]]:
+    """The emulator processes and the device parameters that point the nodes at them."""
+    data = Path(LaunchConfiguration('data').perform(context))
+    missing = [rel for rel in RECORDINGS.values() if not (data / rel).exists()]
+    if missing:
+        raise FileNotFoundError(f'emulate:=true needs the recordings in {data}: missing {missing}')
+    tmp = Path(tempfile.mkdtemp(prefix='rt_fusion_emulate_'))
+    port = random.randint(20000, 40000)
+    link = tmp / 'ttyMTi'
+    audio = data / RECORDINGS['audio']
+    with wave.open(str(audio)) as w:
+        rate, channels = w.getframerate(), w.getnchannels()
+        (tmp / 'mic.raw').write_bytes(w.readframes(w.getnframes()))
+    fifo = tmp / 'mic.fifo'
+    os.mkfifo(fifo)
+    (tmp / '.asoundrc').write_text(
+        'pcm.rtf_emulated {\n  type file\n  slave.pcm "null"\n  file "/dev/null"\n'
+        f'  infile "{fifo}"\n  format "raw"\n}}\n'
+    )
+    procs = [
+        ExecuteProcess(
+            cmd=[
+                _tool('rt_fusion_xsens_emulator'),
+                *('--bag', str(data / RECORDINGS['imu_bag']), '--link', str(link)),
+                *('--speed', '1', '--linger', '3600'),
+            ],
+            name='xsens_emulator',
+            output='screen',
+        ),
+        ExecuteProcess(
+            cmd=[
+                _tool('rt_fusion_can_replay'),
+                str(data / RECORDINGS['candump']),
+                *('-i', 'udp_multicast', '-c', GROUP, '--port', str(port)),
+                *('--answer-config', '0', '--wait-config', '60', '--quiet'),
+            ],
+            name='can_replay',
+            output='screen',
+        ),
+        ExecuteProcess(
+            cmd=[
+                _tool('rt_fusion_alsa_feeder'),
+                *(str(fifo), str(tmp / 'mic.raw')),
+                *('--pace-bytes-per-s', str(rate * channels * 2), '--loop'),
+            ],
+            name='alsa_feeder',
+            output='screen',
+        ),
+    ]
+    cpus = list(range(os.cpu_count() or 1))
+    params: dict[str, dict[str, object]] = {
+        'camera': {'source': 'file', 'file': str(data / RECORDINGS['video']), 'loop': True},
+        'radar': {'interface': 'udp_multicast', 'channel': GROUP, 'port': port},
+        'imu': {'port': str(link)},
+        'microphone': {'device': 'rtf_emulated', 'sample_rate': rate, 'channels': channels},
+        # The vehicle's CPU plan and PREEMPT_RT are not this machine's: same priorities, any CPU.
+        'fusion': {'rt': {'require_rt': False, 'cpus': cpus}},
+        'planner': {'rt': {'require_rt': False, 'cpus': cpus}},
+    }
+    return procs, {'_home': {'dir': str(tmp)}, **params}
+
+
+def _graph(context: LaunchContext) -> list[object]:
+    config = LaunchConfiguration('config').perform(context)
+    overrides = LaunchConfiguration('overrides').perform(context)
+    graph.check_config(config)
+    if overrides:
+        graph.check_config(overrides)
+    actions: list[object] = []
+    emulated: dict[str, dict[str, object]] = {}
+    if _true(context, 'emulate'):
+        actions, emulated = _emulation(context)
+    home = emulated.pop('_home', {}).get('dir')
+    log_level = LaunchConfiguration('log_level').perform(context)
+    nodes: dict[str, object] = {}
+    for node in graph.VEHICLE:
+        if not _true(context, node.name):
+            continue
+        parameters: list[object] = [config]
+        if overrides:
+            parameters.append(overrides)
+        if node.name in emulated:
+            parameters.append(emulated[node.name])
+        nodes[node.name] = graph.launch_node(
+            node,
+            parameters,
+            arguments=['--ros-args', '--log-level', log_level],
+            # A sensor that fails at start-up exits with status 2 and its reason in the log;
+            # the others keep running (the fusion degrades without it).
+            respawn=False,
+            additional_env={'HOME': str(home)} if node.name == 'microphone' and home else None,
+        )
+    if emulated and 'imu' in nodes:
+        # The IMU node opens the emulator's pseudo-terminal: start it once that exists.
+        imu = nodes.pop('imu')
+        started: list[bool] = []
+
+        def on_ready(event: object) -> list[object] | None:
+            if started or b'READY' not in getattr(event, 'text', b''):
+                return None
+            started.append(True)
+            return [imu]
+
+        actions.append(
+            RegisterEventHandler(OnProcessIO(target_action=actions[0], on_stdout=on_ready))
+        )
+    return actions + list(nodes.values())
 
 
 def generate_launch_description() -> LaunchDescription:
     """``ros2 launch`` entry point."""
-    share = Path(get_package_share_directory(PACKAGE))
-    config = LaunchConfiguration('config')
-    log_level = LaunchConfiguration('log_level')
+    share = Path(get_package_share_directory(graph.PACKAGE))
     actions: list[object] = [
         DeclareLaunchArgument(
             'config',
             default_value=str(share / 'config' / 'vehicle.yaml'),
             description='parameter file with a section per node',
         ),
+        DeclareLaunchArgument(
+            'overrides', default_value='', description='a second parameter file, applied after'
+        ),
+        DeclareLaunchArgument(
+            'emulate',
+            default_value='false',
+            description='no hardware: every sensor on an emulator fed with the recordings',
+        ),
+        DeclareLaunchArgument(
+            'data', default_value=str(DATA), description='the recordings (emulate:=true)'
+        ),
         DeclareLaunchArgument('log_level', default_value='info', description='ROS log level'),
     ]
-    for name, (executable, remappings) in GRAPH.items():
+    for node in graph.VEHICLE:
         actions.append(
-            DeclareLaunchArgument(name, default_value='true', description=f'start the {name} node')
-        )
-        actions.append(
-            Node(
-                package=PACKAGE,
-                executable=executable,
-                name=name,
-                parameters=[config],
-                remappings=remappings,
-                arguments=['--ros-args', '--log-level', log_level],
-                output='screen',
-                emulate_tty=True,
-                condition=IfCondition(LaunchConfiguration(name)),
-                # A sensor that fails at start-up exits with status 2 and its reason in the log;
-                # the others keep running (the fusion degrades without it).
-                respawn=False,
+            DeclareLaunchArgument(
+                node.name, default_value='true', description=f'start the {node.name} node'
             )
         )
+    actions.append(OpaqueFunction(function=_graph))
     return LaunchDescription(actions)

@@ -13,9 +13,9 @@ from rt_fusion.nodes.camera_node import CameraNode
 from rt_fusion.nodes.fusion_node import FusionNode
 from rt_fusion.nodes.imu_node import ImuNode
 from rt_fusion.nodes.microphone_node import MicrophoneNode
-from rt_fusion.nodes.node_utils import check_param_section
 from rt_fusion.nodes.radar_node import RadarNode
 from rt_fusion.nodes.trajectory_node import TrajectoryNode
+from rt_fusion.ros.node_utils import check_param_section
 from tests.conftest import ROOT
 
 # Node name in the YAML files -> the node class that runs under it.

@@ -17,19 +17,17 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import ROOT, VENV, ProcGroup
+from rt_fusion.ros import graph, launching
+from tests.conftest import ROOT, VENV, ProcGroup, ros_env, shared_file
 
 LAUNCH = ROOT / 'launch' / 'vehicle.launch.py'
 REPLAY = ROOT / 'launch' / 'replay.launch.py'
 
 
-def _graph(path: Path = LAUNCH) -> dict[str, tuple[str, list[tuple[str, str]]]]:
-    tree = ast.parse(path.read_text())
-    for node in tree.body:
-        if isinstance(node, ast.AnnAssign) and getattr(node.target, 'id', '') == 'GRAPH':
-            assert node.value is not None
-            return ast.literal_eval(node.value)
-    raise AssertionError('GRAPH not found in the launch file')
+def _graph(
+    nodes: tuple[graph.GraphNode, ...] = graph.VEHICLE,
+) -> dict[str, tuple[str, list[tuple[str, str]]]]:
+    return {n.name: (n.executable, list(n.remappings)) for n in nodes}
 
 
 def _setup_scripts() -> dict[str, str]:
@@ -92,17 +90,20 @@ def test_the_description_builds_where_launch_ros_exists() -> None:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     description = module.generate_launch_description()
-    assert len(description.entities) == 2 + 2 * len(_graph())
+    # config, overrides, emulate, data, log_level, one switch per node, and the graph itself.
+    assert len(description.entities) == 5 + len(_graph()) + 1
 
 
 def test_the_replay_launch_feeds_the_same_fusion_and_planner() -> None:
-    replay, vehicle = _graph(REPLAY), _graph(LAUNCH)
+    replay, vehicle = _graph(graph.REPLAYED), _graph()
     scripts = _setup_scripts()
     assert all(exe in scripts for exe, _ in replay.values())
     for name in ('fusion', 'planner'):
         assert replay[name] == vehicle[name]  # the graph under test is the vehicle's
     config = yaml.safe_load((ROOT / 'config' / 'replay.yaml').read_text())
     assert {'fusion', 'planner'} <= set(config)
+    for path in (LAUNCH, REPLAY):  # both build on the one description
+        assert 'from rt_fusion.ros import graph' in path.read_text()
     # Its replay parameters are valid ones (the dict literal in the file).
     source = REPLAY.read_text()
     for key in ('bag', 'mode', 'rate', 'topics', 'shm', 'restamp', 'publish_clock'):
@@ -178,3 +179,54 @@ def test_ros2_launch_replays_a_generated_bag_into_objects_and_trajectories(
     assert got_plans['received'] >= 10, '\n'.join(launch.stderr[-30:])
     launch.stop()
     assert launch.popen.returncode == 0, '\n'.join(launch.stderr[-30:])
+
+
+@pytest.mark.slow
+def test_the_vehicle_configuration_starts_every_node_on_emulated_sensors(tmp_path: Path) -> None:
+    """config/vehicle.yaml as shipped, on pty/CAN-bus/video/ALSA emulators, with only the TensorRT
+    backend swapped for one that exists here: every node of vehicle.launch.py reaches active."""
+    _need_launch()
+    shared_file('camera/solidWhiteRight.mp4')  # skips where the recordings are absent
+    overrides = tmp_path / 'dev.yaml'
+    overrides.write_text(
+        'fusion:\n  ros__parameters:\n    backend: onnxruntime\n    device: cpu\n'
+    )
+    env = {**ros_env(), 'AMENT_PREFIX_PATH': str(VENV)}
+    names = [n.name for n in graph.VEHICLE]
+    launched = launching.LaunchedGraph(
+        'vehicle.launch.py',
+        {'emulate': 'true', 'overrides': str(overrides)},
+        env=env,
+        log=tmp_path / 'launch.log',
+    )
+    try:
+        active: set[str] = set()
+        while active != set(names):
+            line = launched.wait_for_line([f'[{n}]: active' for n in names], 240)
+            assert line is not None, (
+                f'active: {sorted(active)}; log:\n' + (tmp_path / 'launch.log').read_text()[-4000:]
+            )
+            active |= {n for n in names if f'[{n}]: active' in line}
+    finally:
+        status = launched.stop(timeout_s=60)
+    log = (tmp_path / 'launch.log').read_text()
+    assert status == 0, log[-4000:]
+    assert 'process has died' not in log, log[-4000:]
+    assert 'Traceback' not in log, log[-4000:]
+
+
+def test_a_misspelt_node_section_stops_the_launch(tmp_path: Path) -> None:
+    _need_launch()
+    config = tmp_path / 'vehicle.yaml'
+    config.write_text(
+        (ROOT / 'config' / 'vehicle.yaml').read_text().replace('\nfusion:', '\nfusoin:')
+    )
+    env = {**ros_env(), 'AMENT_PREFIX_PATH': str(VENV)}
+    launched = launching.LaunchedGraph(
+        'vehicle.launch.py', {'config': str(config)}, env=env, log=tmp_path / 'launch.log'
+    )
+    assert launched.popen.wait(timeout=120) != 0
+    launched.stop()
+    log = (tmp_path / 'launch.log').read_text()
+    assert "section 'fusoin' is for no node" in log and "did you mean 'fusion'" in log, log
+    assert 'process started' not in log, log  # nothing ran on its defaults

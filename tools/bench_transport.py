@@ -95,7 +95,7 @@ def _shm_write(pub: Any, base: np.ndarray, scenario: int, index: int) -> None:
 
 
 def _image_write(pub: Any, msg: Any, frame: np.ndarray, scenario: int, index: int) -> None:
-    from rt_fusion.nodes.conversions import ns_to_time  # noqa: PLC0415
+    from rt_fusion.ros.conversions import ns_to_time  # noqa: PLC0415
 
     _mark(frame, scenario, index)
     now = time.time_ns()  # the frame is ready: the commit of this path
@@ -127,8 +127,8 @@ def writer(path: str, plan: list[dict[str, Any]], fifo: str, segment: str) -> No
     import rclpy  # noqa: PLC0415 - the floor path must not pay for ROS
     from sensor_msgs.msg import Image  # noqa: PLC0415
 
-    from rt_fusion.nodes.shm_transport import ShmPublisher  # noqa: PLC0415
     from rt_fusion.ros import compat  # noqa: PLC0415
+    from rt_fusion.ros.shm_transport import ShmPublisher  # noqa: PLC0415
 
     rclpy.init()
     node = rclpy.create_node('bench_writer')
@@ -230,10 +230,10 @@ def reader(path: str, plan: list[dict[str, Any]], fifo: str, idle_s: float) -> N
     import rclpy  # noqa: PLC0415
     from sensor_msgs.msg import Image  # noqa: PLC0415
 
-    from rt_fusion.nodes.conversions import time_to_ns  # noqa: PLC0415
-    from rt_fusion.nodes.node_utils import make_executor  # noqa: PLC0415
-    from rt_fusion.nodes.shm_transport import ShmSubscription  # noqa: PLC0415
     from rt_fusion.ros import compat  # noqa: PLC0415
+    from rt_fusion.ros.conversions import time_to_ns  # noqa: PLC0415
+    from rt_fusion.ros.node_utils import make_executor  # noqa: PLC0415
+    from rt_fusion.ros.shm_transport import ShmSubscription  # noqa: PLC0415
 
     rclpy.init()
     node = rclpy.create_node('bench_reader')

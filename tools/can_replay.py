@@ -68,6 +68,14 @@ def _answerer(bus: can.BusABC, args: argparse.Namespace) -> Callable[[float], bo
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Entry point; Ctrl-C (or launch's SIGINT) ends the replay normally."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        return 0
+
+
+def _main(argv: list[str] | None = None) -> int:
     """Replays the log; returns the exit status."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter

@@ -34,10 +34,10 @@ from sensor_msgs.msg import Image
 from std_msgs.msg import UInt64
 
 from rt_fusion.core.scenario.bagout import BagWriter, typestore
-from rt_fusion.nodes.conversions import message_class
-from rt_fusion.nodes.node_utils import make_executor
-from rt_fusion.nodes.shm_transport import ImageCodec, ShmSubscription
 from rt_fusion.ros import compat
+from rt_fusion.ros.conversions import message_class
+from rt_fusion.ros.node_utils import make_executor
+from rt_fusion.ros.shm_transport import ImageCodec, ShmSubscription
 from rt_fusion_tools import report
 
 SHM_TYPE = 'rt_fusion_msgs/msg/ShmFrame'

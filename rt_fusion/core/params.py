@@ -18,6 +18,7 @@ Example::
 from __future__ import annotations
 
 import dataclasses
+import math
 import typing
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
@@ -145,6 +146,10 @@ def _convert(name: str, value: Any, kind: type) -> Any:
         return float(value)
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
         raise ParameterError(name, value, f'expected {kind.__name__}')
+    if isinstance(value, float) and not math.isfinite(value):
+        # `.nan` in YAML passes every range check (NaN compares false) and then, e.g. as a
+        # polling period, spins a core: no parameter of ours means anything by it.
+        raise ParameterError(name, value, 'must be a finite number (not NaN or infinity)')
     return value
 
 

@@ -39,6 +39,8 @@ class TensorRTBackend(Backend):
         engine: the engine file (default: the spec's ``tensorrt`` artifact, hash-checked).
         stream_priority: CUDA stream priority (lower is more urgent).
         profile: optimisation profile index.
+        device: ``cuda`` or ``cuda:N`` (TensorRT runs on a CUDA device only).
+        threads: accepted for a uniform backend interface; TensorRT has no CPU thread pool.
     """
 
     name = 'tensorrt'
@@ -49,8 +51,14 @@ class TensorRTBackend(Backend):
         engine: Path | str | None = None,
         stream_priority: int = -1,
         profile: int = 0,
+        device: str = 'cuda',
+        threads: int = 0,
     ) -> None:
         super().__init__(spec)
+        if device != 'cuda' and not device.startswith('cuda:'):
+            raise ModelLoadError(f'TensorRT runs on a CUDA device, not device {device!r}')
+        self._device_index = int(device.partition(':')[2] or 0)
+        del threads
         try:
             import tensorrt as trt  # noqa: PLC0415 - the vehicle's runtime
             from cuda.bindings import runtime as cudart  # noqa: PLC0415
@@ -62,7 +70,10 @@ class TensorRTBackend(Backend):
         path = Path(engine) if engine is not None else spec.artifact('tensorrt')
         if not path.is_file():
             raise ModelLoadError(f'engine {path} not found')
-        props = _check(cudart.cudaGetDeviceProperties(0), 'cudaGetDeviceProperties')
+        _check(cudart.cudaSetDevice(self._device_index), 'cudaSetDevice')
+        props = _check(
+            cudart.cudaGetDeviceProperties(self._device_index), 'cudaGetDeviceProperties'
+        )
         gpu = props.name.decode() if isinstance(props.name, bytes) else str(props.name)
         check_engine(
             parse_engine_filename(path.name), gpu, (props.major, props.minor), trt.__version__
@@ -112,8 +123,8 @@ class TensorRTBackend(Backend):
 
     @property
     def device(self) -> str:
-        """'cuda:0'."""
-        return 'cuda:0'
+        """'cuda:N'."""
+        return f'cuda:{self._device_index}'
 
     def input(self, name: str) -> np.ndarray:
         """The page-locked host buffer of an input (copied to the device at each run)."""

@@ -33,9 +33,9 @@ from rt_fusion.core.clock import ClockMapper, ClockParams
 from rt_fusion.core.errors import ParameterError
 from rt_fusion.core.latency import LatencyRecorder
 from rt_fusion.core.params import param
-from rt_fusion.nodes import node_utils
-from rt_fusion.nodes.conversions import ns_to_time
-from rt_fusion.nodes.shm_transport import ShmPublisher
+from rt_fusion.ros import node_utils
+from rt_fusion.ros.conversions import ns_to_time
+from rt_fusion.ros.shm_transport import ShmPublisher
 
 
 @dataclasses.dataclass(frozen=True)

@@ -29,8 +29,8 @@ from rclpy.task import Future
 from rt_fusion.core.frame import FrameDescriptor
 from rt_fusion.core.latency import LatencyRecorder
 from rt_fusion.core.params import param
-from rt_fusion.nodes import node_utils
-from rt_fusion.nodes.shm_transport import Received, ShmPublisher, ShmSubscription
+from rt_fusion.ros import node_utils
+from rt_fusion.ros.shm_transport import Received, ShmPublisher, ShmSubscription
 
 #: How long the talker waits after it first sees a listener [ns].
 SETTLE_NS = 500_000_000

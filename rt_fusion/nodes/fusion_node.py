@@ -52,9 +52,9 @@ from rt_fusion.inference import backend as backends
 from rt_fusion.inference import pinned
 from rt_fusion.inference.preprocess import CpuPreprocessor, TorchPreprocessor
 from rt_fusion.inference.spec import ModelError, load_spec
-from rt_fusion.nodes import node_utils
-from rt_fusion.nodes.conversions import ns_to_time, time_to_ns
-from rt_fusion.nodes.shm_transport import ShmSubscription
+from rt_fusion.ros import node_utils
+from rt_fusion.ros.conversions import ns_to_time, time_to_ns
+from rt_fusion.ros.shm_transport import ShmSubscription
 
 
 @dataclasses.dataclass(frozen=True)
@@ -241,7 +241,8 @@ class FusionNode(node_utils.DeviceNode):
             fast_path=p.camera_fast_path,
         )
         self.diag_timer = self.create_timer(p.diagnostics_period_s, self._publish_diagnostics)
-        self.rt_report = realtime.apply(rt)
+        with node_utils.param_prefix('rt.'):
+            self.rt_report = realtime.apply(rt)
         for warning in self.rt_report.warnings:
             self.get_logger().warning(f'real time: {warning}')
 

@@ -33,8 +33,8 @@ from rt_fusion.core.errors import ParameterError, RtFusionError
 from rt_fusion.core.latency import LatencyRecorder
 from rt_fusion.core.params import param
 from rt_fusion.core.protocols import xsens
-from rt_fusion.nodes import node_utils
-from rt_fusion.nodes.conversions import ns_to_time
+from rt_fusion.ros import node_utils
+from rt_fusion.ros.conversions import ns_to_time
 
 FORMATS = {
     'float32': xsens.FORMAT_FLOAT32,

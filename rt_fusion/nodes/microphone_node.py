@@ -32,8 +32,8 @@ from rt_fusion.core.errors import RtFusionError
 from rt_fusion.core.latency import LatencyRecorder
 from rt_fusion.core.params import param
 from rt_fusion.core.shm import ShmRingWriter
-from rt_fusion.nodes import node_utils
-from rt_fusion.nodes.conversions import descriptor_to_msg, ns_to_time
+from rt_fusion.ros import node_utils
+from rt_fusion.ros.conversions import descriptor_to_msg, ns_to_time
 
 
 class AudioDeviceError(RtFusionError):

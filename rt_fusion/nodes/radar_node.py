@@ -44,8 +44,8 @@ from rt_fusion.core.protocols.ars408 import (
     RadarCycle,
     RadarState,
 )
-from rt_fusion.nodes import node_utils
-from rt_fusion.nodes.conversions import ns_to_time
+from rt_fusion.ros import node_utils
+from rt_fusion.ros.conversions import ns_to_time
 
 
 @dataclasses.dataclass(frozen=True)

@@ -36,9 +36,9 @@ from std_msgs.msg import UInt64
 from rt_fusion.core.bag import BagError, iter_messages, open_reader
 from rt_fusion.core.errors import ParameterError
 from rt_fusion.core.replay import Pacer, ReplayParams, Restamper, parse_pairs, parse_remaps
-from rt_fusion.nodes import node_utils
-from rt_fusion.nodes.conversions import message_class, ns_to_time, time_to_ns
-from rt_fusion.nodes.shm_transport import ImageCodec, ShmPublisher
+from rt_fusion.ros import node_utils
+from rt_fusion.ros.conversions import message_class, ns_to_time, time_to_ns
+from rt_fusion.ros.shm_transport import ImageCodec, ShmPublisher
 
 IMAGE_TYPES = ('sensor_msgs/msg/Image', 'sensor_msgs/msg/CompressedImage')
 

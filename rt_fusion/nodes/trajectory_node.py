@@ -39,8 +39,8 @@ from rt_fusion.core.params import param
 from rt_fusion.core.planning import frenet
 from rt_fusion.core.planning.ego import EgoPose, PoseHistory
 from rt_fusion.core.planning.reference import PathError, ReferencePath
-from rt_fusion.nodes import node_utils
-from rt_fusion.nodes.conversions import ns_to_time, time_to_ns
+from rt_fusion.ros import node_utils
+from rt_fusion.ros.conversions import ns_to_time, time_to_ns
 
 
 @dataclasses.dataclass(frozen=True)
@@ -148,7 +148,8 @@ class TrajectoryNode(node_utils.DeviceNode):
         # Warm the planner (first calls allocate caches), then lock the process down.
         self.planner.plan(frenet.FrenetState(0.0, 5.0, 0.0, 0.0, 0.0, 0.0), [])
         self.planner.previous = None
-        self.rt_report = realtime.apply(rt)
+        with node_utils.param_prefix('rt.'):
+            self.rt_report = realtime.apply(rt)
         for warning in self.rt_report.warnings:
             self.get_logger().warning(f'real time: {warning}')
         self.get_logger().info(

@@ -46,6 +46,8 @@ def test_missing_required_parameter_fails_with_its_name() -> None:
         ({'gains': 1.0}, 'gains', 'expected a list'),
         ({'transport': 'ros', 'ring_slots': 4}, 'ring_slots', 'only 8'),
         ({'max_wiat_s': 0.1}, 'max_wiat_s', 'unknown parameter'),
+        ({'max_wait_s': float('nan')}, 'max_wait_s', 'finite'),  # passed every range check
+        ({'gains': [1.0, float('inf')]}, 'gains', 'finite'),
     ],
 )
 def test_bad_values_fail_naming_the_parameter(values: dict, name: str, reason: str) -> None:  # type: ignore[type-arg]

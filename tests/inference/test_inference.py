@@ -342,3 +342,21 @@ def test_cpu_preprocessing_one_opencv_call_matches_resize_and_numpy(order: str) 
     fast = pre(frame).copy()
     pre._blob_params = None
     np.testing.assert_allclose(fast, pre(frame), atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    ('device', 'message'),
+    [('cuda', 'needs tensorrt'), ('cuda:1', 'needs tensorrt'), ('cpu', 'CUDA device')],
+)
+def test_tensorrt_takes_the_fusion_nodes_options(device: str, message: str) -> None:
+    """config/vehicle.yaml's fusion section (backend tensorrt, device cuda) failed at configure
+    with ``TypeError: unexpected keyword argument 'device'``: the options every backend gets."""
+    if device != 'cpu':
+        try:
+            import tensorrt  # noqa: F401, PLC0415
+        except ImportError:
+            pass
+        else:
+            pytest.skip('TensorRT is installed here: the engine test covers it')
+    with pytest.raises(backends.ModelLoadError, match=message):
+        backends.create('tensorrt', load_spec(SPEC), device=device, threads=2)

@@ -25,8 +25,8 @@ from nav_msgs.msg import Odometry
 from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from rt_fusion_msgs.msg import Object, ObjectArray, Trajectory
 
-from rt_fusion.nodes.conversions import ns_to_time, time_to_ns
 from rt_fusion.ros import compat
+from rt_fusion.ros.conversions import ns_to_time, time_to_ns
 
 CAR_LENGTH, CAR_WIDTH = 4.5, 1.9
 

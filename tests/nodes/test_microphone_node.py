@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tests.conftest import ProcGroup, shared_file
+from tests.conftest import ROOT, ProcGroup, shared_file
 
 
 def _rig(tmp_path: Path, clip: str) -> tuple[Path, Path, np.ndarray, int, int]:
@@ -38,7 +38,8 @@ pcm.rtf_mic {{
 
 def _feeder(procs: ProcGroup, fifo: Path, raw: Path, *args: str) -> object:
     feeder = procs.spawn(
-        [sys.executable, '-m', 'tests.nodes.alsa_feeder', str(fifo), str(raw), *args], 'feeder'
+        [sys.executable, str(ROOT / 'tools' / 'alsa_feeder.py'), str(fifo), str(raw), *args],
+        'feeder',
     )
     assert feeder.read_line(10) == 'OPEN'
     return feeder

@@ -55,7 +55,7 @@ from rt_fusion.core.shm import (
     StaleSegmentError,
     WriteSlot,
 )
-from rt_fusion.nodes.conversions import (
+from rt_fusion.ros.conversions import (
     descriptor_to_msg,
     msg_to_descriptor,
     ns_to_time,

@@ -1,8 +1,9 @@
-"""Feeds raw PCM into the FIFO an ALSA ``file`` PCM reads as its capture input (test helper).
+"""Feeds raw PCM into the FIFO an ALSA ``file`` PCM reads as its capture input: an emulated
+microphone (tests, and vehicle.launch.py emulate:=true).
 
 Opened read-write, so the FIFO always has a writer (PortAudio opens and closes the PCM while it
 probes devices) and blocking writes pace the data by what the capture consumes. Usage:
-  python -m tests.nodes.alsa_feeder FIFO RAWFILE [--stall-after BYTES --stall-s S] [--hold S]
+  python tools/alsa_feeder.py FIFO RAWFILE [--stall-after BYTES --stall-s S] [--hold S]
 """
 
 from __future__ import annotations
@@ -19,14 +20,24 @@ def main() -> None:
     parser.add_argument('raw')
     parser.add_argument('--stall-after', type=int, default=0)
     parser.add_argument('--stall-s', type=float, default=0.0)
-    parser.add_argument('--hold', type=float, default=30.0)
+    parser.add_argument(
+        '--hold', type=float, default=30.0, help='keep the FIFO open this long after the data [s]'
+    )
     parser.add_argument(
         '--pace-bytes-per-s',
         type=float,
         default=0.0,
         help='write 4096-byte chunks at this byte rate (0: as fast as read)',
     )
+    parser.add_argument('--loop', action='store_true', help='start the data again at its end')
     args = parser.parse_args()
+    try:
+        _feed(args)
+    except KeyboardInterrupt:  # Ctrl-C or launch's SIGINT: a normal end
+        sys.exit(0)
+
+
+def _feed(args: argparse.Namespace) -> None:
     data = open(args.raw, 'rb').read()  # noqa: SIM115 - whole small file
     fd = os.open(args.fifo, os.O_RDWR)
     print('OPEN', flush=True)
@@ -49,10 +60,11 @@ def main() -> None:
             time.sleep(args.stall_s)  # paced: the device goes silent
             stalled = True
             print('RESUME', flush=True)
+        if args.loop and pos >= len(data):
+            pos = 0
     print(f'FED {len(data)}', flush=True)
     time.sleep(args.hold)  # paced: keep the FIFO open so the capture blocks instead of EOF
     os.close(fd)
-    sys.exit(0)
 
 
 if __name__ == '__main__':

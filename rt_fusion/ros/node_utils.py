@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import sys
+import threading
 import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 import rclpy
@@ -18,13 +20,18 @@ from rclpy.exceptions import (
 )
 from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
+from rclpy.lifecycle.publisher import LifecyclePublisher
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+from rclpy.publisher import Publisher
+from rclpy.signals import SignalHandlerOptions
+from rclpy.subscription import Subscription
 from rclpy.task import Future
+from rclpy.timer import Timer
 
 from rt_fusion.core import params
 from rt_fusion.core.errors import ParameterError, RtFusionError
-from rt_fusion.ros import compat
+from rt_fusion.ros import compat, params_file
 
 T = TypeVar('T')
 
@@ -100,6 +107,17 @@ def declare_params(node: Node, cls: type[T], prefix: str = '') -> T:
     try:
         return params.build(cls, values)
     except ParameterError as err:
+        raise ParameterError(prefix + err.name, err.value, err.reason) from err
+
+
+@contextlib.contextmanager
+def param_prefix(prefix: str) -> Iterator[None]:
+    """Re-raises a ParameterError from a parameter group's later checks under its full name."""
+    try:
+        yield
+    except ParameterError as err:
+        if err.name.startswith(prefix):
+            raise
         raise ParameterError(prefix + err.name, err.value, err.reason) from err
 
 
@@ -213,6 +231,68 @@ class DeviceNode(LifecycleNode):
             ),
         )
         self.failure: RtFusionError | None = None
+        self._owned: list[Any] = []  # what configure() created, released at cleanup
+        self._owning = False
+
+    # -- what configure() creates is released by cleanup, whatever the subclass forgets -------
+
+    def _own(self, entity: T) -> T:
+        # rclpy's own publishers are made inside Node.__init__, before our attributes exist.
+        if getattr(self, '_owning', False) and all(entity is not e for e in self._owned):
+            self._owned.append(entity)
+        return entity
+
+    def create_publisher(self, *args: Any, **kwargs: Any) -> Publisher:
+        """As rclpy's; made during configure, it is destroyed at cleanup."""
+        return self._own(super().create_publisher(*args, **kwargs))
+
+    def create_lifecycle_publisher(self, *args: Any, **kwargs: Any) -> LifecyclePublisher:
+        """As rclpy's; made during configure, it is destroyed at cleanup."""
+        pub: LifecyclePublisher = super().create_lifecycle_publisher(*args, **kwargs)
+        return self._own(pub)
+
+    def create_subscription(self, *args: Any, **kwargs: Any) -> Subscription:
+        """As rclpy's; made during configure, it is destroyed at cleanup."""
+        return self._own(super().create_subscription(*args, **kwargs))
+
+    def create_timer(
+        self, timer_period_sec: float, callback: Any, *args: Any, **kwargs: Any
+    ) -> Timer:
+        """As rclpy's; made during configure, it is destroyed at cleanup.
+
+        The callback's error raised after the context ended (SIGINT under a publishing timer:
+        "publisher's context is invalid") is the shutdown, not a fault: it is dropped, where the
+        executor would log it as a fatal timer exception. Callbacks take no argument (Kilted's
+        form with timer information is not used here).
+        """
+
+        def guarded() -> None:
+            try:
+                callback()
+            except Exception:
+                if compat.ok():
+                    raise
+
+        return self._own(super().create_timer(timer_period_sec, guarded, *args, **kwargs))
+
+    def release_owned(self) -> None:
+        """Destroys the publishers, subscriptions and timers configure() created (idempotent)."""
+        owned, self._owned = self._owned, []
+        for entity in reversed(owned):
+            if isinstance(entity, LifecyclePublisher):
+                self.destroy_lifecycle_publisher(entity)
+            elif isinstance(entity, Publisher):
+                self.destroy_publisher(entity)
+            elif isinstance(entity, Subscription):
+                self.destroy_subscription(entity)
+            elif isinstance(entity, Timer):
+                self.destroy_timer(entity)
+
+    def _cleanup_all(self) -> None:
+        try:
+            self.cleanup()
+        finally:
+            self.release_owned()
 
     def configure(self) -> None:
         """Reads parameters, opens the device, allocates buffers."""
@@ -233,14 +313,14 @@ class DeviceNode(LifecycleNode):
             self.failure = err
             self.get_logger().error(f'{state.label}: {type(err).__name__}: {err}')
             with contextlib.suppress(RtFusionError):
-                self.cleanup()
+                self._cleanup_all()
             return TransitionCallbackReturn.FAILURE
         except Exception as err:  # noqa: BLE001  (a bug, not bad input: keep the traceback)
             detail = ''.join(traceback.format_exception(err))
             self.failure = TransitionError(f'{state.label}: {type(err).__name__}: {err}')
             self.get_logger().error(f'{state.label} failed:\n{detail}')
             with contextlib.suppress(Exception):
-                self.cleanup()
+                self._cleanup_all()
             return TransitionCallbackReturn.FAILURE
         return TransitionCallbackReturn.SUCCESS
 
@@ -250,14 +330,21 @@ class DeviceNode(LifecycleNode):
         return self._guard(self._configure_checked, state)
 
     def _configure_checked(self) -> None:
-        self.configure()
+        self._owning = True
+        try:
+            self.configure()
+        finally:
+            self._owning = False
         reject_unknown_params(self)
 
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Lifecycle: inactive -> active."""
         # Lifecycle publishers first: streaming may publish as soon as it starts.
         super().on_activate(state)
-        return self._guard(self.activate, state)
+        result = self._guard(self.activate, state)
+        if result == TransitionCallbackReturn.SUCCESS:
+            self.get_logger().info('active')  # what launch tests and operators wait for
+        return result
 
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Lifecycle: active -> inactive."""
@@ -266,14 +353,14 @@ class DeviceNode(LifecycleNode):
 
     def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Lifecycle: inactive -> unconfigured."""
-        return self._guard(self.cleanup, state)
+        return self._guard(self._cleanup_all, state)
 
     def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Lifecycle: any -> finalized."""
         with contextlib.suppress(RtFusionError):
             self.deactivate()
         with contextlib.suppress(RtFusionError):
-            self.cleanup()
+            self._cleanup_all()
         return TransitionCallbackReturn.SUCCESS
 
     def destroy_node(self) -> None:
@@ -282,6 +369,7 @@ class DeviceNode(LifecycleNode):
             self.deactivate()
         with contextlib.suppress(RtFusionError):
             self.cleanup()
+        self._owned = []  # destroy_node destroys every entity of the node
         super().destroy_node()
 
 
@@ -307,37 +395,95 @@ class LifecycleError(RtFusionError):
         super().__init__(f'node {node}: lifecycle state {state!r}, expected {wanted!r}')
 
 
-def spin(executor: Executor, finished: object = None) -> None:
-    """Spins until shutdown, or until ``finished`` (a Future) is done.
+class StopRequest:
+    """SIGINT/SIGTERM handler of a node process: a flag the spin loop reads.
+
+    rclpy's own handler shuts the context down at once, under running callbacks and worker
+    threads ("publisher's context is invalid", a KeyboardInterrupt inside a subscription
+    callback). Here the signal only asks: the loop ends, the node deactivates and cleans up with
+    the context still valid, and only then is rclpy shut down. Before spinning (a node still
+    configuring) it interrupts at once.
+    """
+
+    def __init__(self) -> None:
+        self.requested = False
+        self.spinning = False
+
+    def __call__(self, signum: int, frame: object) -> None:
+        self.requested = True
+        if not self.spinning:
+            raise KeyboardInterrupt
+
+    def install(self) -> None:
+        """Handles SIGINT and SIGTERM (main thread only)."""
+        signal.signal(signal.SIGINT, self)
+        signal.signal(signal.SIGTERM, self)
+
+
+def spin(executor: Executor, finished: object = None, stop: StopRequest | None = None) -> None:
+    """Spins until shutdown, ``stop`` is requested, or ``finished`` (a Future) is done.
 
     Always through ``spin_once`` with a timeout: rclpy 9.1.2's EventsExecutor busy-loops in
     ``spin()`` and ``spin_until_future_complete()`` without a timeout and then ignores SIGINT.
     """
     done = finished.done if isinstance(finished, Future) else (lambda: False)
-    while compat.ok() and not done():
-        executor.spin_once(timeout_sec=0.1)
+    if stop is not None:
+        stop.spinning = True
+    while compat.ok() and not done() and not (stop is not None and stop.requested):
+        try:
+            executor.spin_once(timeout_sec=0.1)
+        except Exception:
+            if compat.ok():
+                raise
+            # The context was shut down under a running callback (a timer publishing:
+            # "publisher's context is invalid"): that is the shutdown, not an error.
+            break
+
+
+def _quiet_shutdown_excepthook(default: Callable[[Any], object]) -> Callable[[Any], None]:
+    """threading.excepthook that drops a worker thread's error raised after the context ended."""
+
+    def hook(args: Any) -> None:
+        if not compat.ok() and not issubclass(args.exc_type, AssertionError):
+            return  # a publish/take racing the shutdown
+        default(args)
+
+    return hook
 
 
 def run(factory: Callable[[], Node], args: Sequence[str] | None = None) -> int:
     """main() of a node: init, construct, spin, and always clean up. Returns the exit status.
 
     A node that ends by itself (a tool, a replay) has a ``finished`` future; run() returns when
-    it completes. Other nodes spin until shutdown (Ctrl-C, SIGTERM from launch).
+    it completes. Other nodes spin until SIGINT or SIGTERM (:class:`StopRequest`), then
+    deactivate and clean up while the context is still valid.
 
     The executor is :func:`make_executor`'s default (``RT_FUSION_EXECUTOR`` picks another).
     A :class:`RtFusionError` during construction (a bad parameter, a missing device) is logged
     as fatal with its message and gives exit status 2, so launch files and tests see why.
     """
-    rclpy.init(args=list(args) if args is not None else sys.argv)
+    argv = list(args) if args is not None else list(sys.argv)
+    files = params_file.files_in_args(argv)
+    try:  # before rclpy.init, which reports a broken file as an RCLError traceback
+        for path in files:
+            params_file.load(path)
+    except params_file.ParameterFileError as err:
+        print(f'rt_fusion: {type(err).__name__}: {err}', file=sys.stderr, flush=True)
+        return 2
+    stop = StopRequest()
+    rclpy.init(args=argv, signal_handler_options=SignalHandlerOptions.NO)
+    stop.install()
+    threading.excepthook = _quiet_shutdown_excepthook(threading.excepthook)
     node: Node | None = None
     status = 0
     try:
         node = factory()
+        params_file.check_node_has_section(files, node.get_fully_qualified_name())
         if isinstance(node, DeviceNode) and node.get_parameter('autostart').value:
             autostart(node)
         executor = make_executor(os.environ.get('RT_FUSION_EXECUTOR', 'events'))
         executor.add_node(node)
-        spin(executor, getattr(node, 'finished', None))
+        spin(executor, getattr(node, 'finished', None), stop)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except RtFusionError as err:
@@ -346,6 +492,10 @@ def run(factory: Callable[[], Node], args: Sequence[str] | None = None) -> int:
         print(f'rt_fusion: {type(err).__name__}: {err}', file=sys.stderr, flush=True)
         status = 2
     finally:
+        # A second SIGINT (launch forwards one, the terminal sends another) must not interrupt
+        # the teardown with a KeyboardInterrupt traceback; SIGTERM and SIGKILL still end it.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
         if node is not None:
             node.destroy_node()
         compat.try_shutdown()
