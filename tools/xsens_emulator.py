@@ -18,10 +18,13 @@ with ``--reopen-after S``, opens a new pty S seconds later and prints READY agai
 from __future__ import annotations
 
 import argparse
+import array
+import fcntl
 import json
 import os
 import select
 import sys
+import termios
 import time
 import tty
 from pathlib import Path
@@ -99,6 +102,21 @@ class Device:
         print(
             'READY ' + json.dumps({'port': self.slave_path, 'samples': len(self.quat)}), flush=True
         )
+
+    def drain(self, deadline_s: float = 10.0) -> None:
+        """Waits until the client has read what was sent (the port's input queue is empty).
+
+        A device unplugged mid-stream loses what the pty still holds (up to its 64 KiB of
+        buffers): a test counting messages across a drop would measure the scheduler, not the
+        node. The drop comes once the client has caught up, as an unplug between packets.
+        """
+        end = time.monotonic() + deadline_s
+        while time.monotonic() < end:
+            pending = array.array('i', [0])
+            fcntl.ioctl(self.slave_fd, termios.FIONREAD, pending)
+            if pending[0] == 0:
+                return
+            time.sleep(0.01)  # paced: polling the client's progress
 
     def close(self) -> None:
         """The device goes away."""
@@ -214,6 +232,7 @@ class Device:
             self.sent += 1
             self.index += 1
             if self.args.drop_after and self.sent == self.args.drop_after:
+                self.drain()
                 self.close()
                 print('DROPPED ' + json.dumps({'after': self.sent}), flush=True)
                 if self.args.reopen_after <= 0:
@@ -222,6 +241,7 @@ class Device:
                 self.measuring = False
                 self.parser = xsens.XbusParser()
                 self.open()
+        self.drain()
         time.sleep(self.args.linger)  # let the client read what is in flight
         print('SENT ' + json.dumps({'messages': self.sent}), flush=True)
 
