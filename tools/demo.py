@@ -37,10 +37,12 @@ from typing import Any
 import numpy as np
 
 from rt_fusion.core.latency import summarize_ns
+from rt_fusion.ros import params_file
 from rt_fusion_tools import report
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / 'config' / 'replay.yaml'
+CONFIG_SECTIONS = set(params_file.load(CONFIG))
 VIDEO = 'camera/solidWhiteRight.mp4'
 CANDUMP = 'radar_ars408/candump-2026-06-24_154259.log'
 IMU_BAG = 'imu_radar_rio/ti_mmwave_rospkg_demo_ros2'
@@ -72,6 +74,9 @@ class Graph:
         return proc
 
     def node(self, name: str, module: str, *ros_args: str) -> subprocess.Popen[str]:
+        # The parameter file only for the nodes it has a section for (a node given a file
+        # without its section refuses to start: that is how a misspelt section shows).
+        files = ('--params-file', str(CONFIG)) if name in CONFIG_SECTIONS else ()
         return self.start(
             name,
             [
@@ -79,8 +84,7 @@ class Graph:
                 '-m',
                 f'rt_fusion.nodes.{module}',
                 '--ros-args',
-                '--params-file',
-                str(CONFIG),
+                *files,
                 '-r',
                 f'__node:={name}',
                 *ros_args,
