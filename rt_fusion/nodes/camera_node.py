@@ -35,7 +35,7 @@ from rt_fusion.core.latency import LatencyRecorder
 from rt_fusion.core.params import param
 from rt_fusion.ros import node_utils
 from rt_fusion.ros.conversions import ns_to_time
-from rt_fusion.ros.shm_transport import ShmPublisher
+from rt_fusion.ros.shm_transport import ShmPublisher, segment_name
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,7 +61,9 @@ class CameraParams:
     frame_id: str = param('frame of the camera', default='camera')
     calibration_file: str = param('camera_info YAML (empty: no camera_info)', default='')
     ring_slots: int = param('slots of the shared-memory ring', default=8, low=2, high=256)
-    segment: str = param('shared-memory segment name (empty: rt_fusion_<node name>)', default='')
+    segment: str = param(
+        'shared-memory segment name (empty: rt_fusion_d<domain>_<namespace>_<node>)', default=''
+    )
     transport: str = param(
         'shm: ring + descriptors; ros: full images only', default='shm', choices=('shm', 'ros')
     )
@@ -157,7 +159,7 @@ class CameraNode(node_utils.DeviceNode):
             loop=p.loop,
         )
         if self.pub is None:
-            segment = p.segment or f'rt_fusion_{self.get_name()}'
+            segment = p.segment or segment_name(self)
             h, w, c = self.cam.shape
             self.pub = ShmPublisher(
                 self,

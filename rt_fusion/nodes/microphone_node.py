@@ -34,6 +34,7 @@ from rt_fusion.core.params import param
 from rt_fusion.core.shm import ShmRingWriter
 from rt_fusion.ros import node_utils
 from rt_fusion.ros.conversions import descriptor_to_msg, ns_to_time
+from rt_fusion.ros.shm_transport import segment_name
 
 
 class AudioDeviceError(RtFusionError):
@@ -54,7 +55,9 @@ class MicrophoneParams:
     latency: str = param('PortAudio latency hint', default='low', choices=('low', 'high'))
     frame_id: str = param('frame of the microphone', default='microphone')
     ring_slots: int = param('blocks in the shared-memory ring', default=64, low=2)
-    segment: str = param('shared-memory segment (empty: rt_fusion_<node name>)', default='')
+    segment: str = param(
+        'shared-memory segment (empty: rt_fusion_d<domain>_<namespace>_<node>)', default=''
+    )
     queue_blocks: int = param('blocks between callback and publisher', default=256, low=4)
     inline_samples: bool = param(
         'also send the samples inside AudioChunk (int16 only)', default=False
@@ -108,7 +111,7 @@ class MicrophoneNode(node_utils.DeviceNode):
         self.queue = BlockQueue(p.queue_blocks, p.block_size, p.channels, p.dtype)
         nbytes = p.block_size * p.channels * np.dtype(p.dtype).itemsize
         self.ring = ShmRingWriter.create(
-            p.segment or f'rt_fusion_{self.get_name()}', nbytes, p.ring_slots, frame_id=p.frame_id
+            p.segment or segment_name(self), nbytes, p.ring_slots, frame_id=p.frame_id
         )
         self.pub = self.create_lifecycle_publisher(
             AudioChunk, '~/out/audio', QoSProfile(depth=64, reliability=ReliabilityPolicy.RELIABLE)

@@ -17,7 +17,6 @@ trigger).
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 import time
@@ -38,7 +37,7 @@ from rt_fusion.core.errors import ParameterError
 from rt_fusion.core.replay import Pacer, ReplayParams, Restamper, parse_pairs, parse_remaps
 from rt_fusion.ros import node_utils
 from rt_fusion.ros.conversions import message_class, ns_to_time, time_to_ns
-from rt_fusion.ros.shm_transport import ImageCodec, ShmPublisher
+from rt_fusion.ros.shm_transport import ImageCodec, ShmPublisher, segment_name
 
 IMAGE_TYPES = ('sensor_msgs/msg/Image', 'sensor_msgs/msg/CompressedImage')
 
@@ -107,9 +106,8 @@ class ReplayNode(node_utils.DeviceNode):
                 ) from err
         for topic, base in self.shm_map.items():
             first = self._image(topic, next(iter_messages(Path(p.bag), [topic], decode=False)).raw)
-            # The domain in the name: two graphs on one host never share a ring.
-            domain = os.environ.get('ROS_DOMAIN_ID', '0') or '0'
-            name = f'rt_fusion_d{domain}_replay_' + base.strip('/').replace('/', '_')
+            # Domain, namespace, node and topic in the name: two graphs never share a ring.
+            name = segment_name(self, base)
             self.shm_pubs[topic] = ShmPublisher(
                 self, base, name, first.array.nbytes, p.shm_slots, frame_id=first.frame_id
             )

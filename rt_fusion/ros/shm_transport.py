@@ -40,6 +40,7 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from rclpy.subscription import Subscription
 from rt_fusion_msgs.msg import ShmFrame
 from sensor_msgs.msg import Image
+from std_msgs.msg import Empty
 
 from rt_fusion.core import linux
 from rt_fusion.core.frame import IMAGE_ENCODINGS, DescriptorError, FrameDescriptor
@@ -130,6 +131,20 @@ class ImageCodec:
         return array, desc
 
 
+def segment_name(node: Node, suffix: str = '') -> str:
+    """A shared-memory segment name that two graphs on one host cannot share.
+
+    ``rt_fusion_d<ROS domain>_<namespace>_<node>[_<suffix>]``: a camera in domain 64 and one in
+    domain 65 (two demos, a test beside a running graph) write different rings, and the
+    descriptors name the segment, so readers follow without configuration.
+    """
+    domain = node.context.get_domain_id()
+    parts = [p for p in node.get_namespace().split('/') if p] + [node.get_name()]
+    if suffix:
+        parts += [p for p in suffix.split('/') if p]
+    return f'rt_fusion_d{domain}_' + '_'.join(parts)
+
+
 class ShmPublisher:
     """A ring in /dev/shm plus the descriptor publisher (and the full message when asked for).
 
@@ -171,6 +186,7 @@ class ShmPublisher:
         self.frame_id = frame_id
         self.ring: ShmRingWriter | None = None
         self._desc_pub = None
+        self._readers_pub = None
         if transport == 'shm':
             self.ring = ShmRingWriter.create(segment, slot_size, slot_count, frame_id=frame_id)
             if self.ring.replaced_stale:
@@ -179,6 +195,9 @@ class ShmPublisher:
                 )
             qos = QoSProfile(depth=slot_count, reliability=ReliabilityPolicy.RELIABLE)
             self._desc_pub = node.create_publisher(ShmFrame, f'{self.topic}/shm', qos)
+            # Readers on the fast path drop the descriptors (they read the ring) but stay
+            # subscribed here, where nothing is ever published: a restarted writer counts them.
+            self._readers_pub = node.create_publisher(Empty, f'{self.topic}/shm/readers', 1)
         self._full_pub = node.create_publisher(
             self.codec.msg_type, self.topic, full_qos or qos_profile_sensor_data
         )
@@ -251,6 +270,8 @@ class ShmPublisher:
     def subscriber_count(self) -> int:
         """Subscribers of the descriptors and of the full message together."""
         desc = self._desc_pub.get_subscription_count() if self._desc_pub is not None else 0
+        if self._readers_pub is not None:
+            desc += self._readers_pub.get_subscription_count()
         return desc + self._full_pub.get_subscription_count()
 
     def wait_for_all_acked(self, timeout_s: float) -> bool:
@@ -353,6 +374,7 @@ class ShmSubscription:
         self._stop = threading.Event()
         self._desc_sub: Subscription | None = None
         self._full_sub: Subscription | None = None
+        self._presence: Subscription | None = None
         if transport == 'ros':
             self._subscribe_full()
         else:
@@ -438,6 +460,9 @@ class ShmSubscription:
             if self._desc_sub is not None:
                 self.node.destroy_subscription(self._desc_sub)
                 self._desc_sub = None
+                self._presence = self.node.create_subscription(
+                    Empty, f'{self.topic}/shm/readers', lambda _msg: None, 1
+                )
 
     def _on_full(self, msg: Any) -> None:
         try:
@@ -508,6 +533,6 @@ class ShmSubscription:
         for reader in self._readers.values():
             reader.close()
         self._readers.clear()
-        for sub in (self._desc_sub, self._full_sub):
+        for sub in (self._desc_sub, self._full_sub, self._presence):
             if sub is not None:
                 self.node.destroy_subscription(sub)

@@ -146,3 +146,65 @@ def test_auto_falls_back_to_the_full_message_when_the_segment_cannot_be_mapped(
         assert r['crc32'] == sent[r['stamp_ns']]['crc32']
     assert tal.wait() == 0
     assert not (SHM_DIR / seg).exists()
+
+
+def test_a_restarted_writer_is_found_again_at_once(procs: ProcGroup) -> None:
+    """The fast path stops taking descriptors (it reads the ring), and a restarted writer used to
+    see no subscriber and wait its full start-up timeout (~30 s for a camera). The reader stays
+    counted: the second talker finds it at once and its frames arrive through the same thread."""
+    n = 60
+    tal, lis, seg = _start(
+        procs,
+        talker=['-p', f'count:={n}', '-p', 'rate_hz:=30.0', '-p', 'transport:=shm'],
+        listener=['-p', f'count:={2 * n}', '-p', 'fast_path:=true', '-p', 'timeout_s:=600.0'],
+    )
+    first, _ = tal.summary(deadline_s=120)
+    assert len(first) == n
+    assert tal.wait() == 0
+    # The same talker again, on the same segment, with a start-up timeout the test would notice:
+    # it gives up (sends nothing) unless it counts the listener within it.
+    again = procs.node(
+        'frame_probe_node',
+        *('-p', 'role:=talker', '-p', 'echo:=true', '-p', f'segment:={seg}'),
+        *('-p', f'count:={n}', '-p', 'rate_hz:=30.0', '-p', 'transport:=shm'),
+        *('-p', 'timeout_s:=120.0', '-r', '__node:=talker', '-r', '~/out/frames:=/probe/frames'),
+        name='talker 2',
+    )
+    second, summary = again.summary(deadline_s=180)
+    assert summary['sent'] == n, 'the restarted talker never saw the listener'
+    got_lines, got = lis.summary(deadline_s=120)
+    received = [json.loads(x) for x in got_lines]
+    assert got['stats']['reattached'] >= 1
+    later = [
+        r for r in received if r['segment_epoch_ns'] == json.loads(second[0])['segment_epoch_ns']
+    ]
+    assert later, 'nothing of the restarted talker arrived'
+    assert all(r.pop('path') == 'fast' for r in later)
+
+
+def test_segment_names_differ_by_domain_and_namespace() -> None:
+    """Two graphs on one host (a demo beside a test, two domains) never share a ring: the names
+    carry the ROS domain, the namespace, the node and the topic."""
+    rclpy = pytest.importorskip('rclpy')
+    from rt_fusion.ros import compat  # noqa: PLC0415
+    from rt_fusion.ros.shm_transport import segment_name  # noqa: PLC0415
+
+    names = []
+    for domain, namespace in ((91, ''), (92, ''), (91, '/car2')):
+        context = rclpy.Context()
+        rclpy.init(context=context, domain_id=domain)
+        try:
+            node = rclpy.create_node('camera', namespace=namespace or None, context=context)
+            names.append(segment_name(node))
+            if not namespace:
+                names.append(segment_name(node, '/camera/out/image'))
+            node.destroy_node()
+        finally:
+            compat.try_shutdown(context=context)
+    assert names[:3] == [
+        'rt_fusion_d91_camera',
+        'rt_fusion_d91_camera_camera_out_image',
+        'rt_fusion_d92_camera',
+    ]
+    assert names[4] == 'rt_fusion_d91_car2_camera'
+    assert len(set(names)) == len(names)
