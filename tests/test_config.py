@@ -3,6 +3,7 @@ with the parameter's name — checked against the nodes' own parameter dataclass
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -72,3 +73,66 @@ def test_a_bad_parameter_is_refused_with_its_name(node: str, section: dict, bad:
     with pytest.raises(ParameterError) as err:
         check_param_section(NODES[node].PARAM_GROUPS, merged)
     assert err.value.name == bad
+
+
+def _leaf_lines(path: Path) -> list[tuple[str, str, str]]:
+    """(node, dotted parameter, the line) for every parameter line of a parameter file."""
+    found: list[tuple[str, str, str]] = []
+    stack: list[tuple[int, str]] = []
+    for line in path.read_text().splitlines():
+        m = re.match(r'^(\s*)([A-Za-z_]\w*):(.*)$', line)
+        if not m:
+            continue
+        indent, key, rest = len(m.group(1)), m.group(2), m.group(3)
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        stack.append((indent, key))
+        keys = [k for _, k in stack]
+        value = rest.split('#')[0].strip()
+        if len(keys) >= 3 and keys[1] == 'ros__parameters' and value:
+            found.append((keys[0], '.'.join(keys[2:]), line))
+    return found
+
+
+@pytest.mark.parametrize('path', CONFIGS, ids=lambda p: p.name)
+def test_every_parameter_line_says_what_it_is_and_its_unit(path: Path) -> None:
+    from rt_fusion.core import params  # noqa: PLC0415
+
+    lines = _leaf_lines(path)
+    assert lines
+    for node, name, line in lines:
+        assert '#' in line, f'{path.name}: {node}.{name} has no comment'
+        fields = {
+            prefix + f.name: f
+            for cls, prefix in NODES[node].PARAM_GROUPS
+            for f in params.fields(cls)
+        }
+        unit = fields[name].spec.unit
+        if unit:
+            assert f'[{unit}]' in line.split('#', 1)[1], (
+                f'{path.name}: {node}.{name} lacks [{unit}]'
+            )
+
+
+def test_the_vehicle_file_sets_every_calibration_parameter() -> None:
+    """Mountings and intrinsics have defaults for the generated scenarios only: the vehicle's
+    file sets each one (a node left on a default says so in a warning at start-up)."""
+    from rt_fusion.core import params  # noqa: PLC0415
+
+    doc = yaml.safe_load((ROOT / 'config' / 'vehicle.yaml').read_text())
+    for node, section in doc.items():
+        flat = _flatten(section['ros__parameters'])
+        for cls, prefix in NODES[node].PARAM_GROUPS:
+            for f in params.fields(cls):
+                if f.spec.calibration:
+                    assert prefix + f.name in flat, f'vehicle.yaml: {node}.{prefix}{f.name} unset'
+
+
+def _flatten(section: dict, prefix: str = '') -> set[str]:  # type: ignore[type-arg]
+    flat: set[str] = set()
+    for key, value in section.items():
+        if isinstance(value, dict):
+            flat |= _flatten(value, f'{prefix}{key}.')
+        else:
+            flat.add(prefix + key)
+    return flat

@@ -67,19 +67,41 @@ DEFAULT_SIZE = {
 class FusionParams:
     """Mounting, camera model and ego-motion parameters of the fusion."""
 
-    radar_x: float = param('radar position ahead of base_link', unit='m', default=3.6)
-    radar_y: float = param('radar position left of base_link', unit='m', default=0.0)
-    radar_yaw: float = param('radar yaw relative to base_link', unit='rad', default=0.0)
-    camera_x: float = param('camera position ahead of base_link', unit='m', default=1.8)
-    camera_height: float = param('camera height above the road', unit='m', default=1.4, low=0.1)
+    radar_x: float = param(
+        'radar position ahead of base_link', unit='m', default=3.6, calibration=True
+    )
+    radar_y: float = param(
+        'radar position left of base_link', unit='m', default=0.0, calibration=True
+    )
+    radar_yaw: float = param(
+        'radar yaw relative to base_link', unit='rad', default=0.0, calibration=True
+    )
+    camera_x: float = param(
+        'camera position ahead of base_link', unit='m', default=1.8, calibration=True
+    )
+    camera_height: float = param(
+        'camera height above the road', unit='m', default=1.4, low=0.1, calibration=True
+    )
     fx: float = param(
-        'focal length x (pixels of the model input)', unit='px', default=480.0, low=1.0
+        'focal length x (pixels of the model input)',
+        unit='px',
+        default=480.0,
+        low=1.0,
+        calibration=True,
     )
     fy: float = param(
-        'focal length y (pixels of the model input)', unit='px', default=480.0, low=1.0
+        'focal length y (pixels of the model input)',
+        unit='px',
+        default=480.0,
+        low=1.0,
+        calibration=True,
     )
-    cx: float = param('principal point x (model input)', unit='px', default=320.0)
-    cy: float = param('principal point y (model input)', unit='px', default=192.0)
+    cx: float = param(
+        'principal point x (model input)', unit='px', default=320.0, calibration=True
+    )
+    cy: float = param(
+        'principal point y (model input)', unit='px', default=192.0, calibration=True
+    )
     evidence_channel: int = param('output channel read as camera evidence', default=0, low=0)
     ego_speed_mps: float = param(
         'a fixed ego speed instead of the estimate (negative: estimated from the vehicle speed '

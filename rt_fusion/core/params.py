@@ -39,6 +39,7 @@ class ParamSpec:
     low: float | None = None
     high: float | None = None
     choices: tuple[object, ...] = ()
+    calibration: bool = False  # a measured property of one vehicle: its default fits none
 
     def describe(self) -> str:
         """One line for a ParameterDescriptor's description or a help table."""
@@ -58,12 +59,15 @@ def param(
     low: float | None = None,
     high: float | None = None,
     choices: Sequence[object] = (),
+    calibration: bool = False,
 ) -> Any:
     """A dataclass field that is a node parameter. No ``default``: the value must come from YAML.
 
     List defaults are stored as tuples (frozen dataclasses need hashable defaults).
+    ``calibration``: a mounting or intrinsic of one vehicle; the default serves the generated
+    scenarios, and a node left on it says so at start-up.
     """
-    spec = ParamSpec(description, unit, low, high, tuple(choices))
+    spec = ParamSpec(description, unit, low, high, tuple(choices), calibration)
     if isinstance(default, list):
         default = tuple(default)
     return dataclasses.field(default=default, metadata={_META: spec})

@@ -104,6 +104,17 @@ def declare_params(node: Node, cls: type[T], prefix: str = '') -> T:
             values[field.name] = None if field.required else field.default
         except (InvalidParameterValueException, InvalidParameterTypeException) as err:
             raise ParameterError(name, None, str(err)) from err
+    defaulted = [
+        prefix + f.name
+        for f in params.fields(cls)
+        if f.spec.calibration and prefix + f.name not in node._parameter_overrides
+    ]
+    if defaulted:
+        node.get_logger().warning(
+            "vehicle calibration not set, on the generated scenarios' defaults: "
+            + ', '.join(defaulted)
+            + ' (set them in the parameter file)'
+        )
     try:
         return params.build(cls, values)
     except ParameterError as err:

@@ -162,7 +162,7 @@ def test_unplugged_device_is_reported_and_reconnected(procs: ProcGroup, tmp_path
     statuses = [s for m in diag.messages(60)[0] for s in m['status'] if 'Xsens' in s['name']]
     # Of the 200 before the drop the echo sometimes misses 70-135 on a busy machine although
     # both ends are reliable and the node's diagnostics counted them published (an open
-    # question in NOTES.md).
+    # question, left in the team notes).
     assert drop >= 1
     lost = next(
         i for i, s in enumerate(statuses) if s['level'] == 2 and 'serial port lost' in s['message']
