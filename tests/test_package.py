@@ -83,6 +83,29 @@ def test_core_and_inference_never_import_ros(folder: str) -> None:
     assert not offenders, 'ROS imports in the ROS-free core:\n' + '\n'.join(offenders)
 
 
+# What the core may import besides the standard library: the rule README's "Layout" states.
+CORE_DEPENDENCIES = {'numpy', 'scipy', 'cv2', 'yaml', 'cantools', 'rosbags'}
+
+
+def test_the_core_imports_what_its_rule_says() -> None:
+    import sys  # noqa: PLC0415
+
+    found: dict[str, set[str]] = {}
+    for path in sorted((ROOT / 'rt_fusion' / 'core').rglob('*.py')):
+        for name in _full_imports(path):
+            top = name.split('.')[0]
+            if name.startswith(('rt_fusion.ros', 'rt_fusion.nodes', 'rt_fusion.inference')):
+                found.setdefault(name, set()).add(path.name)  # no arrow back up
+            elif (
+                top
+                not in {*sys.stdlib_module_names, 'rt_fusion', '__future__'} | CORE_DEPENDENCIES
+            ):
+                found.setdefault(top, set()).add(path.name)
+    assert not found, f'the core imports beyond its rule: {found}'
+    readme = (ROOT / 'README.md').read_text()
+    assert all(f'`{dep}`' in readme for dep in CORE_DEPENDENCIES)
+
+
 def test_core_scan_catches_a_ros_import(tmp_path: Path) -> None:
     # The scan itself must see imports hidden in functions and `from x.y import z` forms.
     probe = tmp_path / 'probe.py'
@@ -194,3 +217,20 @@ def test_colcon_builds_both_packages_as_on_the_vehicle(tmp_path: Path) -> None:
     assert (install / 'rt_fusion/share/rt_fusion/package.xml').is_file()
     assert (install / 'rt_fusion/share/ament_index/resource_index/packages/rt_fusion').is_file()
     assert list((install / 'rt_fusion_msgs').rglob('_shm_frame.py'))
+
+
+def test_tools_import_the_library_not_each_other() -> None:
+    tools = {p.stem for p in (ROOT / 'tools').glob('*.py')} - {'__init__', 'report'}
+    offenders = []
+    for path in sorted((ROOT / 'tools').glob('*.py')):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module] + [f'{node.module}.{a.name}' for a in node.names]
+            for name in names:
+                parts = name.split('.')
+                if parts[0] in tools or (parts[0] == 'rt_fusion_tools' and parts[-1] in tools):
+                    offenders.append(f'{path.name}: {name}')
+    assert not offenders, offenders

@@ -12,6 +12,7 @@ import argparse
 import os
 import sys
 import time
+from pathlib import Path
 
 
 def main() -> None:
@@ -30,6 +31,11 @@ def main() -> None:
         help='write 4096-byte chunks at this byte rate (0: as fast as read)',
     )
     parser.add_argument('--loop', action='store_true', help='start the data again at its end')
+    parser.add_argument(
+        '--start-file',
+        type=Path,
+        help='write nothing until this file exists (the consumer says when it is listening)',
+    )
     args = parser.parse_args()
     try:
         _feed(args)
@@ -41,6 +47,8 @@ def _feed(args: argparse.Namespace) -> None:
     data = open(args.raw, 'rb').read()  # noqa: SIM115 - whole small file
     fd = os.open(args.fifo, os.O_RDWR)
     print('OPEN', flush=True)
+    while args.start_file is not None and not args.start_file.exists():
+        time.sleep(0.01)  # paced: waiting for the consumer's signal
     pos = 0
     stalled = False
     while pos < len(data):

@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """The main job on the embedded default (`make demo`): the full node graph replaying recordings.
 
-Starts, as separate processes talking over real DDS, with the parameters of config/replay.yaml:
+By default (``--source scenario``) the graph is ``launch/replay.launch.py`` started through
+LaunchService: ``replay_node`` plays a generated scenario into ``fusion_node`` and
+``trajectory_node``, with the fusion and planner sections of config/replay.yaml. With
+``--source recordings`` it starts, as separate processes talking over real DDS:
 
 - ``camera_node``: the dash-cam video, paced at its frame rate, into a shared-memory ring
   (``ShmFrame`` descriptors) and, for the comparison, as full sensor_msgs/Image too;
@@ -43,6 +46,7 @@ from rt_fusion_tools import report
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / 'config' / 'replay.yaml'
 CONFIG_SECTIONS = set(params_file.load(CONFIG))
+START_TOPIC = '/demo/start'
 VIDEO = 'camera/solidWhiteRight.mp4'
 CANDUMP = 'radar_ars408/candump-2026-06-24_154259.log'
 IMU_BAG = 'imu_radar_rio/ti_mmwave_rospkg_demo_ros2'
@@ -199,10 +203,14 @@ def make_scenario_bag(args: argparse.Namespace) -> tuple[Path, float]:
     """Generates the scenario (once per name/seconds/seed); returns its bag and ego speed."""
     import json  # noqa: PLC0415
 
+    from rt_fusion.core.scenario import library  # noqa: PLC0415
     from rt_fusion.core.scenario.generate import generate  # noqa: PLC0415
-    from rt_fusion_tools.make_scenario import load_scenario  # noqa: PLC0415
+    from rt_fusion.core.scenario.world import ScenarioError  # noqa: PLC0415
 
-    scenario = load_scenario(args.scenario)
+    try:
+        scenario = library.load(args.scenario, ROOT / 'config' / 'scenarios')
+    except ScenarioError as err:
+        raise SystemExit(f'demo: {err}') from err
     out = args.out / 'scenario'
     truth = out / 'ground_truth.json'
     key = {'scenario': scenario.get('name'), 'seconds': args.seconds, 'seed': 0}
@@ -260,21 +268,21 @@ def start_fusion_and_planner(
 
 def follow(
     probe: Probe,
-    graph: Graph,
-    source: subprocess.Popen[str],
+    graph: Graph | LaunchedRun,
+    source_done: Callable[[], bool],
     args: argparse.Namespace,
     conventional: bool,
     seconds: float,
 ) -> list[str]:
-    """Spins the probe with a progress bar until ``source`` (the process feeding the graph)
-    ends, then ``--settle`` seconds more; returns the processes that failed."""
+    """Spins the probe with a progress bar until ``source_done()`` (the process feeding the
+    graph ended), then ``--settle`` seconds more; returns the processes that failed."""
     from rich.progress import Progress  # noqa: PLC0415
 
     with Progress(transient=False, console=report.console) as progress:
         what = 'conventional: Image over rclpy' if conventional else 'rt_fusion: shm'
         task = progress.add_task(f'{what}, {args.frames} frames', total=args.frames)
         start = time.monotonic()
-        while source.poll() is None and time.monotonic() - start < seconds + args.settle + 60:
+        while not source_done() and time.monotonic() - start < seconds + args.settle + 60:
             probe.spin(0.2)
             progress.update(task, completed=len(probe.objects['fusion']))
             if graph.failed():
@@ -284,12 +292,112 @@ def follow(
     return graph.failed()
 
 
+def scenario_params(args: argparse.Namespace, conventional: bool, path: Path) -> Path:
+    """The fusion and planner sections of config/replay.yaml for one run, written to ``path``.
+
+    ``conventional``: the fusion node takes the frames as sensor_msgs/Image over rclpy (the
+    ``fusion_rclpy`` section, under the node name ``fusion``).
+    """
+    import yaml  # noqa: PLC0415
+
+    sections = params_file.load(CONFIG)
+    fusion = dict(sections['fusion_rclpy' if conventional else 'fusion'])
+    fusion.update(backend=args.backend, device=args.device)
+    planner = dict(sections['planner'])
+    if os.geteuid() == 0:
+        planner['rt'] = {**planner.get('rt', {}), 'rt_priority': 50}
+    doc = {
+        'fusion': {params_file.PARAMS_KEY: fusion},
+        'planner': {params_file.PARAMS_KEY: planner},
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+class LaunchedRun:
+    """A run's graph started by ``launch/replay.launch.py`` through LaunchService (the same
+    description ``ros2 launch`` uses), with the Graph interface ``follow`` needs."""
+
+    def __init__(self, launched: Any, logs: Path) -> None:
+        self.launched, self.logs = launched, logs
+
+    def failed(self) -> list[str]:
+        return list(self.launched.died())
+
+    def stop(self) -> None:
+        self.launched.stop(timeout_s=30.0)
+
+
 def run_scenario_graph(
     args: argparse.Namespace, bag: Path, ego_speed: float, env: dict[str, str], conventional: bool
 ) -> Any:
-    """The same graph fed by replay_node from a generated scenario bag: camera frames into a
+    """The graph of ``replay.launch.py``: replay_node feeds the bag (camera frames into a
     shared-memory ring as camera_node does, radar objects and IMU as their nodes publish them,
-    every stamp moved onto the host clock as the replay runs (``restamp``)."""
+    stamps moved onto the host clock) to fusion_node and trajectory_node. The replay starts
+    once this process's probe listens (``start_topic``)."""
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: PLC0415
+    from std_msgs.msg import UInt64  # noqa: PLC0415
+
+    from rt_fusion.ros import launching  # noqa: PLC0415
+
+    if not launching.available():
+        report.console.print(
+            '[yellow]launch/launch_ros not installed (make setup takes them from '
+            '../shared/wheels/ros2_launch): starting the nodes directly[/]'
+        )
+        return run_scenario_graph_direct(args, bag, ego_speed, env, conventional)
+    del ego_speed  # the fusion estimates it (radar, IMU): the scenario's is not given
+    logs = args.out / 'logs' / ('conventional' if conventional else 'rt_fusion')
+    config = scenario_params(args, conventional, logs / 'params.yaml')
+    probe = Probe()
+    latched = QoSProfile(
+        depth=1,
+        reliability=ReliabilityPolicy.RELIABLE,
+        durability=DurabilityPolicy.TRANSIENT_LOCAL,
+    )
+    start = probe.node.create_publisher(UInt64, START_TOPIC, latched)
+    graph = LaunchedRun(
+        launching.LaunchedGraph(
+            'replay.launch.py',
+            {
+                'bag': str(bag),
+                'config': str(config),
+                'mode': 'realtime',
+                'restamp': 'true',
+                'start_topic': START_TOPIC,
+            },
+            env=env,
+            log=logs / 'launch.log',
+        ),
+        logs,
+    )
+    try:
+        probe.wait_for_publishers(
+            ('/fusion/out/objects', '/planner/out/trajectory'),
+            timeout_s=120.0,
+            failed=graph.failed,
+        )
+        start.publish(UInt64(data=1))
+        failed = follow(
+            probe,
+            graph,
+            lambda: graph.launched.finished('replay_node'),
+            args,
+            conventional,
+            args.seconds + 2.0,
+        )
+    finally:
+        graph.stop()
+        probe.close()
+    return probe, failed, graph
+
+
+def run_scenario_graph_direct(
+    args: argparse.Namespace, bag: Path, ego_speed: float, env: dict[str, str], conventional: bool
+) -> Any:
+    """:func:`run_scenario_graph` without launch/launch_ros (a machine without
+    ../shared/wheels/ros2_launch): the same three nodes from hand-built command lines."""
     graph = Graph(args.out / 'logs' / ('conventional' if conventional else 'rt_fusion'), env)
     probe = Probe()
     try:
@@ -319,7 +427,14 @@ def run_scenario_graph(
             '-p',
             'start_delay_s:=1.0',
         )
-        failed = follow(probe, graph, replay, args, conventional, args.seconds + 2.0)
+        failed = follow(
+            probe,
+            graph,
+            lambda: replay.poll() is not None,
+            args,
+            conventional,
+            args.seconds + 2.0,
+        )
     finally:
         graph.stop()
         probe.close()
@@ -401,7 +516,14 @@ def run_graph(
             '-p',
             f'publish_image:={str(conventional).lower()}',
         )
-        failed = follow(probe, graph, camera, args, conventional, args.frames / 25.0 + 3.0)
+        failed = follow(
+            probe,
+            graph,
+            lambda: camera.poll() is not None,
+            args,
+            conventional,
+            args.frames / 25.0 + 3.0,
+        )
     finally:
         graph.stop()
         probe.close()

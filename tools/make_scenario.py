@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
+from rt_fusion.core.scenario import library
 from rt_fusion.core.scenario import sensors as sm
 from rt_fusion.core.scenario.generate import generate
 from rt_fusion.core.scenario.world import ScenarioError, World
@@ -36,19 +36,11 @@ LIBRARY = ROOT / 'config' / 'scenarios'
 
 
 def load_scenario(name: str) -> dict[str, Any]:
-    """A built-in scenario by name, or a YAML file by path."""
-    path = Path(name)
-    if not path.suffix:
-        path = LIBRARY / f'{name}.yaml'
-    if not path.exists():
-        known = sorted(p.stem for p in LIBRARY.glob('*.yaml'))
-        raise SystemExit(
-            f'make_scenario: no scenario {name!r} (built in: {known}, or a YAML path)'
-        )
-    data = yaml.safe_load(path.read_text())
-    if not isinstance(data, dict):
-        raise SystemExit(f'make_scenario: {path} is not a YAML mapping')
-    return data
+    """A built-in scenario by name, or a YAML file by path (exits with the reason)."""
+    try:
+        return library.load(name, LIBRARY)
+    except ScenarioError as err:
+        raise SystemExit(f'make_scenario: {err}') from err
 
 
 def preview(path: Path, world: World, cam: sm.CameraModel, seed: int) -> None:

@@ -11,12 +11,10 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import cv2
-import numpy as np
 import numpy.typing as npt
 
 from rt_fusion.core.errors import RtFusionError
-from rt_fusion.core.frame import IMAGE_ENCODINGS
+from rt_fusion.core.frame import DescriptorError, decode_compressed, image_array
 
 
 class BagError(RtFusionError):
@@ -64,20 +62,18 @@ def iter_messages(
 
 
 def image_to_array(msg: Any, msgtype: str) -> tuple[npt.NDArray[Any], str]:
-    """(array, encoding) of a sensor_msgs/Image or CompressedImage (compressed -> bgr8)."""
-    if msgtype.endswith('CompressedImage'):
-        arr = cv2.imdecode(np.frombuffer(bytes(msg.data), np.uint8), cv2.IMREAD_COLOR)
-        if arr is None:
-            raise BagError(f'cannot decode a {msg.format!r} CompressedImage')
-        return arr, 'bgr8'
-    if msg.encoding not in IMAGE_ENCODINGS:
-        raise BagError(f'image encoding {msg.encoding!r} not supported')
-    dtype, channels = IMAGE_ENCODINGS[msg.encoding]
-    dt = np.dtype(dtype)
-    if dt.itemsize > 1 and msg.is_bigendian:
-        dt = dt.newbyteorder('>')
-    rows = np.frombuffer(bytes(msg.data), np.uint8).reshape(msg.height, msg.step)
-    row = msg.width * channels * dt.itemsize
-    arr = np.ascontiguousarray(rows[:, :row]).view(dt)
-    shape = (msg.height, msg.width) if channels == 1 else (msg.height, msg.width, channels)
-    return arr.reshape(shape), msg.encoding
+    """(array, encoding) of a sensor_msgs/Image or CompressedImage (compressed -> bgr8), from
+    rosbags or rclpy messages alike (:func:`rt_fusion.core.frame.image_array`).
+
+    Raises:
+        BagError: an undecodable image or an unsupported encoding.
+    """
+    try:
+        if msgtype.endswith('CompressedImage'):
+            return decode_compressed(bytes(msg.data), msg.format), 'bgr8'
+        arr = image_array(
+            msg.encoding, msg.height, msg.width, msg.step, bool(msg.is_bigendian), bytes(msg.data)
+        )
+    except DescriptorError as err:
+        raise BagError(err.reason) from err
+    return arr, msg.encoding

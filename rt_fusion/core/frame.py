@@ -101,3 +101,45 @@ class FrameDescriptor(NamedTuple):
                 f'size_bytes {self.size_bytes} != {expected} '
                 f'for shape {self.shape} of {self.dtype}',
             )
+
+
+def image_array(
+    encoding: str, height: int, width: int, step: int, is_bigendian: bool, data: object
+) -> np.ndarray:
+    """The pixels of a sensor_msgs/Image (its fields), as a read-only array (H, W[, C]).
+
+    The one raw-image decoder of the project: the bag reader, the replay and the rclpy codec
+    all go through it.
+
+    Raises:
+        DescriptorError: an unsupported encoding, or a step or data too small for the size.
+    """
+    if encoding not in IMAGE_ENCODINGS:
+        raise DescriptorError('', f'image encoding {encoding!r} not supported')
+    dtype, channels = IMAGE_ENCODINGS[encoding]
+    dt = np.dtype(dtype)
+    if dt.itemsize > 1:
+        dt = dt.newbyteorder('>' if is_bigendian else '<')
+    shape = (height, width) if channels == 1 else (height, width, channels)
+    flat = np.frombuffer(data, np.uint8)  # type: ignore[call-overload]
+    row = width * channels * dt.itemsize
+    if step < row or flat.size < step * height:
+        raise DescriptorError('', f'image step {step} / size {flat.size} too small')
+    rows = flat[: step * height].reshape(height, step)[:, :row]
+    array = np.ascontiguousarray(rows).view(dt).reshape(shape)
+    array.flags.writeable = False
+    return array
+
+
+def decode_compressed(data: object, fmt: str) -> np.ndarray:
+    """A sensor_msgs/CompressedImage's pixels (JPEG, PNG, ...) as BGR (H, W, 3).
+
+    Raises:
+        DescriptorError: the bytes do not decode.
+    """
+    import cv2  # noqa: PLC0415 - only where compressed images are read
+
+    image = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)  # type: ignore[call-overload]
+    if image is None:
+        raise DescriptorError('', f'cannot decode a {fmt!r} CompressedImage')
+    return np.asarray(image)

@@ -33,7 +33,6 @@ import traceback
 from pathlib import Path
 from typing import Any, ClassVar
 
-import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from nav_msgs.msg import Odometry
 from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
@@ -48,10 +47,8 @@ from rt_fusion.core.fusion import FusedFrame, FusionEngine, FusionParams, RadarO
 from rt_fusion.core.latency import LatencyRecorder
 from rt_fusion.core.params import param
 from rt_fusion.core.sync import AlignedFrame, Aligner, SyncParams
-from rt_fusion.inference import backend as backends
-from rt_fusion.inference import pinned
-from rt_fusion.inference.preprocess import CpuPreprocessor, TorchPreprocessor
-from rt_fusion.inference.spec import ModelError, load_spec
+from rt_fusion.inference.runner import DEFAULT_INPUT_HW, FrameRunner
+from rt_fusion.inference.spec import ModelError
 from rt_fusion.ros import node_utils
 from rt_fusion.ros.conversions import ns_to_time, time_to_ns
 from rt_fusion.ros.shm_transport import ShmSubscription
@@ -144,10 +141,9 @@ class FusionNode(node_utils.DeviceNode):
         # Inputs refused at the boundary, per stream and reason (never fused).
         self.rejected: dict[str, int] = {}
         self._last_stamp: dict[str, int] = {}
-        self._pinned: dict[tuple[str, int], Any] = {}  # camera ring mappings page-locked (CUDA)
         self._odom = Odometry()
-        self._cuda = False  # the backend runs on a CUDA device
         self.camera: ShmSubscription | None = None
+        self.runner: FrameRunner | None = None
         self.rt_report: realtime.RealtimeReport | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -167,44 +163,15 @@ class FusionNode(node_utils.DeviceNode):
         self.radar_name = self.sync_params.radars[0]
         self.aligner = Aligner(self.sync_params)
         self.engine = FusionEngine(fusion_params)
-        self.model: Any = None
-        self.pre: CpuPreprocessor | TorchPreprocessor | None = None
-        self._target: Any = None
-        self._order = ''
-
+        self.runner = None
+        self.input_hw = DEFAULT_INPUT_HW
         if p.backend != 'none':
             spec_path = resolve_share(p.model)
             try:
-                spec = load_spec(spec_path)
-                options: dict[str, Any] = {'device': p.device}
-                if p.threads:
-                    options['threads'] = p.threads
-                self.model = backends.create(p.backend, spec, **options)
-                self.model.prepare()
-                self._cuda = str(getattr(self.model, 'device', 'cpu')).startswith('cuda')
-                if self._cuda:
-                    # Load the preprocessing kernels now, not on the first frame (a cold CUDA
-                    # start takes long enough there to overflow the camera queue).
-                    assert spec.preprocessing is not None
-                    h, w = spec.preprocessing.resize
-                    warm = TorchPreprocessor(
-                        spec.preprocessing,
-                        (h * 2, w * 2, 3),
-                        self.model.device,
-                        out=self.model.input(spec.inputs[0].name),
-                        stream=self.model.stream,
-                    )
-                    warm(np.zeros((h * 2, w * 2, 3), np.uint8))
-                    warm.stream.synchronize()
+                self.runner = FrameRunner(spec_path, p.backend, p.device, p.threads)
             except ModelError as err:
                 raise ParameterError('model', str(spec_path), str(err)) from err
-            self.spec = spec
-            self.input_name = spec.inputs[0].name
-            self.output_name = spec.outputs[0].name
-            assert spec.preprocessing is not None
-            self.input_hw = tuple(spec.preprocessing.resize)
-        else:
-            self.input_hw = (384, 640)
+            self.input_hw = self.runner.input_hw
         # Lock-step replays (ack_topic set) must lose nothing downstream even when the planner
         # lags the fusion by many frames: a deep history then; live, the newest matters.
         reliable = QoSProfile(
@@ -261,16 +228,20 @@ class FusionNode(node_utils.DeviceNode):
             self._worker.join(2.0)
             self._worker = None
 
-    def destroy_node(self) -> None:
-        """Stops the worker and the camera's fast-path thread, then destroys the node."""
-        self.deactivate()
-        for region in self._pinned.values():
-            if region is not None:
-                region.release()
-        self._pinned.clear()
+    def cleanup(self) -> None:
+        """Releases the camera subscription (its fast-path thread, its ring mappings) and the
+        model (idempotent): configure builds them anew."""
         if self.camera is not None:
             self.camera.destroy()
             self.camera = None
+        if self.runner is not None:
+            self.runner.release()
+            self.runner = None
+
+    def destroy_node(self) -> None:
+        """Stops the worker and the camera's fast-path thread, then destroys the node."""
+        self.deactivate()
+        self.cleanup()
         super().destroy_node()
 
     # -- inputs (executor / fast-path threads): queue and wake the worker -----------------------
@@ -386,57 +357,16 @@ class FusionNode(node_utils.DeviceNode):
                 self._ack()
 
     def _infer(self, frame: Any) -> Any:
-        if self.model is None:
+        if self.runner is None:
             return None
-        image = frame.array
-        # Channel order from the frame's encoding (cameras give bgr8 from OpenCV, rgb8 from Argus).
-        order = 'bgr' if frame.desc.encoding.startswith('bgr') else 'rgb'
-        if self.pre is None or self.pre.src_shape != tuple(image.shape) or order != self._order:
-            self._order = order
-            assert self.spec.preprocessing is not None
-            target = self.model.input(self.input_name)
-            if self._cuda:
-                # Upload + resize + normalise on the model's stream, straight into its static
-                # input (a CUDA graph); the model's graph replays after it on the same stream.
-                self.pre = TorchPreprocessor(
-                    self.spec.preprocessing,
-                    image.shape,
-                    self.model.device,
-                    out=target,
-                    src_order=order,
-                    stream=self.model.stream,
-                )
-                self._target = None
-            else:
-                self.pre = CpuPreprocessor(self.spec.preprocessing, image.shape, order)
-                self._target = target if isinstance(target, np.ndarray) else target.numpy()
-        if isinstance(self.pre, TorchPreprocessor):
-            self._pin(frame)
-            self.pre(image)  # the copy from the slot has finished when this returns
-        else:
-            self.pre(image, self._target)
-        if not frame.valid():  # overwritten while being read: the input is garbage
-            return False
-        if isinstance(self.pre, TorchPreprocessor):  # graph, output copy, one wait
-            return self.model.run_to_host(self.output_name)
-        out = self.model.run()[self.output_name]
-        return out if isinstance(out, np.ndarray) else out.float().cpu().numpy()
-
-    def _pin(self, frame: Any) -> None:
-        """Page-locks the camera ring's mapping once (CUDA): uploads then run at pinned speed
-        straight from the slot instead of through the driver's pageable staging copy."""
         desc = frame.desc
-        key = (desc.segment, desc.segment_epoch_ns)
-        if not desc.segment or key in self._pinned or self.camera is None:
-            return
-        reader = self.camera.reader_of(desc.segment)
-        if reader is None:
-            return
-        try:
-            self._pinned[key] = pinned.register(*reader.slot_range(), read_only=True)
-        except pinned.PinnedMemoryError as err:
-            self._pinned[key] = None  # pageable then: slower uploads, same results
-            self.get_logger().warning(f'camera ring not page-locked: {err}')
+        if self.runner.cuda and desc.segment and self.camera is not None:
+            reader = self.camera.reader_of(desc.segment)
+            if reader is not None:
+                failed = self.runner.pin((desc.segment, desc.segment_epoch_ns), reader.slot_range)
+                if failed:
+                    self.get_logger().warning(f'camera ring not page-locked: {failed}')
+        return self.runner.run(frame.array, desc.encoding, frame.valid)
 
     def _process(self, aligned: AlignedFrame, released_ns: int) -> None:
         t0 = time.perf_counter_ns()
@@ -455,7 +385,7 @@ class FusionNode(node_utils.DeviceNode):
             return
         t1 = time.perf_counter_ns()
         self.infer_ns.record(t1 - t0)
-        fused = self.engine.fuse(aligned, out, self.input_hw)  # type: ignore[arg-type]
+        fused = self.engine.fuse(aligned, out, self.input_hw)
         for m in fused.missing:
             self.missing[m] = self.missing.get(m, 0) + 1
         self.stage_ns['fuse'].record(time.perf_counter_ns() - t1)

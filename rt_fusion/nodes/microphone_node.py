@@ -65,6 +65,12 @@ class MicrophoneParams:
     start_delay_s: float = param(
         'wait before starting the stream (let subscribers connect)', unit='s', default=0.0, low=0.0
     )
+    wait_subscribers_s: float = param(
+        'before the stream starts, wait up to this long for a subscriber (0: do not wait)',
+        unit='s',
+        default=0.0,
+        low=0.0,
+    )
     stall_s: float = param(
         'no block for this long: report and reopen the device', unit='s', default=1.0, low=0.1
     )
@@ -221,6 +227,12 @@ class MicrophoneNode(node_utils.DeviceNode):
         assert p is not None
         if self._stop.wait(p.start_delay_s):
             return
+        # A device holds what it captured before its stream starts (a FIFO, a driver buffer):
+        # waiting for the first subscriber loses nothing of it (bounded).
+        end = time.monotonic() + p.wait_subscribers_s
+        while self.pub.get_subscription_count() == 0 and time.monotonic() < end:
+            if self._stop.wait(0.05):  # paced: discovery
+                return
         self._last_callback_ns = time.time_ns()
         self.stream.start()
         delay = p.reconnect_initial_s

@@ -23,7 +23,6 @@ import time
 from pathlib import Path
 from typing import Any, ClassVar, NamedTuple
 
-import cv2
 import numpy as np
 import numpy.typing as npt
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -32,12 +31,12 @@ from rclpy.task import Future
 from rosgraph_msgs.msg import Clock
 from std_msgs.msg import UInt64
 
-from rt_fusion.core.bag import BagError, iter_messages, open_reader
+from rt_fusion.core.bag import BagError, image_to_array, iter_messages, open_reader
 from rt_fusion.core.errors import ParameterError
 from rt_fusion.core.replay import Pacer, ReplayParams, Restamper, parse_pairs, parse_remaps
 from rt_fusion.ros import node_utils
 from rt_fusion.ros.conversions import message_class, ns_to_time, time_to_ns
-from rt_fusion.ros.shm_transport import ImageCodec, ShmPublisher, segment_name
+from rt_fusion.ros.shm_transport import ShmPublisher, segment_name
 
 IMAGE_TYPES = ('sensor_msgs/msg/Image', 'sensor_msgs/msg/CompressedImage')
 
@@ -68,7 +67,6 @@ class ReplayNode(node_utils.DeviceNode):
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.shm_pubs: dict[str, ShmPublisher] = {}
-        self._codec = ImageCodec()
 
     def configure(self) -> None:
         """Opens the bag, checks the topics, creates a publisher per topic."""
@@ -233,13 +231,11 @@ class ReplayNode(node_utils.DeviceNode):
         """A bag image message decoded: BGR/RGB/mono array, encoding, stamp and frame id."""
         msg: Any = deserialize_message(raw, self.classes[topic])
         stamp, frame_id = time_to_ns(msg.header.stamp), msg.header.frame_id
-        if self.types[topic] == 'sensor_msgs/msg/CompressedImage':
-            image = cv2.imdecode(np.frombuffer(msg.data, np.uint8), cv2.IMREAD_COLOR)
-            if image is None:
-                raise ParameterError('shm', topic, f'cannot decode a {msg.format!r} image')
-            return BagImage(image, 'bgr8', stamp, frame_id)
-        array, desc = self._codec.from_msg(msg)
-        return BagImage(array, desc.encoding, stamp, frame_id)
+        try:
+            array, encoding = image_to_array(msg, self.types[topic])
+        except BagError as err:
+            raise ParameterError('shm', topic, str(err)) from err
+        return BagImage(array, encoding, stamp, frame_id)
 
     def _publish_shm(self, topic: str, raw: bytes, restamp: Restamper | None) -> None:
         img = self._image(topic, raw)

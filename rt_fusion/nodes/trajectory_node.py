@@ -36,7 +36,7 @@ from rt_fusion_msgs.msg import Object, ObjectArray, RadarObjects, Trajectory, Tr
 from rt_fusion.core import realtime
 from rt_fusion.core.errors import ParameterError
 from rt_fusion.core.params import param
-from rt_fusion.core.planning import frenet
+from rt_fusion.core.planning import frenet, obstacles
 from rt_fusion.core.planning.ego import EgoPose, PoseHistory
 from rt_fusion.core.planning.reference import PathError, ReferencePath
 from rt_fusion.ros import node_utils
@@ -211,20 +211,6 @@ class TrajectoryNode(node_utils.DeviceNode):
             return None
         return self.poses.at(stamp_ns)
 
-    @staticmethod
-    def _to_map(
-        x: float, y: float, yaw: float, vx: float, vy: float, ego: EgoPose
-    ) -> tuple[float, ...]:
-        """Position, heading and velocity over ground from the vehicle frame to the map."""
-        c, s = math.cos(ego.yaw), math.sin(ego.yaw)
-        return (
-            ego.x + c * x - s * y,
-            ego.y + s * x + c * y,
-            ego.yaw + yaw,
-            c * vx - s * vy,
-            s * vx + c * vy,
-        )
-
     def _on_objects(self, msg: ObjectArray) -> None:
         if self.params.clock == 'stamps':
             self.pending.append(msg)
@@ -238,30 +224,28 @@ class TrajectoryNode(node_utils.DeviceNode):
         ego = self._ego(stamp)
         if ego is None:
             return
-        out = []
-        for o in msg.objects:  # velocity over ground (Object.msg)
-            mx, my, myaw, mvx, mvy = self._to_map(
-                o.position.x, o.position.y, o.yaw, o.velocity.x, o.velocity.y, ego
+        p = self.params
+        out = [
+            (
+                stamp,
+                obstacles.from_track(
+                    o.position.x,
+                    o.position.y,
+                    o.yaw,
+                    o.velocity.x,  # over ground (Object.msg)
+                    o.velocity.y,
+                    o.size.x,
+                    o.size.y,
+                    float(o.yaw_rate),
+                    float(o.position_std),
+                    ego,
+                    pedestrian=o.object_class == Object.CLASS_PEDESTRIAN,
+                    pedestrian_growth=p.pedestrian_growth,
+                    yield_to_pedestrians=p.yield_to_pedestrians,
+                ),
             )
-            pedestrian = o.object_class == Object.CLASS_PEDESTRIAN
-            out.append(
-                (
-                    stamp,
-                    frenet.Obstacle(
-                        mx,
-                        my,
-                        myaw,
-                        max(o.size.x, 0.3),
-                        max(o.size.y, 0.3),
-                        mvx,
-                        mvy,
-                        float(o.yaw_rate),
-                        float(o.position_std),
-                        growth=self.params.pedestrian_growth if pedestrian else None,
-                        yield_to=pedestrian and self.params.yield_to_pedestrians,
-                    ),
-                )
-            )
+            for o in msg.objects
+        ]
         self.objects = out
         self.objects_stamp = msg.header.stamp
         self._on_timer(event=True, now_ns=stamp if self.params.clock == 'stamps' else None)
@@ -271,16 +255,22 @@ class TrajectoryNode(node_utils.DeviceNode):
         ego = self._ego(stamp)
         if ego is None:
             return
-        out = []
-        for o in msg.objects:
-            length = o.length if math.isfinite(o.length) and o.length > 0 else 1.0
-            width = o.width if math.isfinite(o.width) and o.width > 0 else 1.0
-            yaw = o.orientation if math.isfinite(o.orientation) else 0.0
-            # Radar velocities are relative to the sensor: add the ego's own motion.
-            mx, my, myaw, mvx, mvy = self._to_map(
-                o.position.x, o.position.y, yaw, o.velocity.x + ego.v, o.velocity.y, ego
+        out = [
+            (
+                stamp,
+                obstacles.from_radar(
+                    o.position.x,
+                    o.position.y,
+                    o.orientation,
+                    o.velocity.x,
+                    o.velocity.y,
+                    o.length,
+                    o.width,
+                    ego,
+                ),
             )
-            out.append((stamp, frenet.Obstacle(mx, my, myaw, length, width, mvx, mvy)))
+            for o in msg.objects
+        ]
         self.objects = out
         self.objects_stamp = msg.header.stamp
         self._on_timer(event=True)
@@ -320,10 +310,10 @@ class TrajectoryNode(node_utils.DeviceNode):
             fresh = [
                 (s, o) for s, o in self.objects if now - s <= self.params.max_object_age_s * 1e9
             ]
-            obstacles = [_advance(o, (now - s) / 1e9) for s, o in fresh]
+            moved = [obstacles.advance(o, (now - s) / 1e9) for s, o in fresh]
             since = (now - self.plan_start_ns) / 1e9
             start = self.planner.start_state(since, ego.x, ego.y, ego.v)
-            traj = self.planner.plan(start, obstacles)
+            traj = self.planner.plan(start, moved)
             self.plan_start_ns = now
             self._fill(msg, traj)
         msg.solve_time_ms = (time.perf_counter_ns() - t0) / 1e6
@@ -398,14 +388,6 @@ class TrajectoryNode(node_utils.DeviceNode):
         out = DiagnosticArray(status=[status])
         out.header.stamp = self.get_clock().now().to_msg()
         self.diag_pub.publish(out)
-
-
-def _advance(o: frenet.Obstacle, dt: float) -> frenet.Obstacle:
-    """The obstacle moved on by ``dt`` seconds (its stamp was older than now)."""
-    if dt <= 0:
-        return o
-    x, y, yaw = frenet.predict([dataclasses.replace(o, yield_to=False)], np.array([dt]))
-    return dataclasses.replace(o, x=float(x[0, 0]), y=float(y[0, 0]), yaw=float(yaw[0, 0]))
 
 
 def main(args: list[str] | None = None) -> int:

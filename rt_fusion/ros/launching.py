@@ -12,6 +12,7 @@ import contextlib
 import importlib.util
 import os
 import queue
+import re
 import signal
 import subprocess
 import sys
@@ -64,6 +65,7 @@ class LaunchedGraph:
         argv = [sys.executable, '-m', 'rt_fusion.ros.launching', launch_file]
         argv += [f'{k}:={v}' for k, v in arguments.items()]
         self.lines: queue.Queue[str] = queue.Queue()
+        self.history: list[str] = []  # every line so far (wait_for_line consumes ``lines``)
         self.log = open(log, 'w') if log is not None else None  # noqa: SIM115 (closed in stop)
         self.popen = subprocess.Popen(
             argv,
@@ -84,6 +86,7 @@ class LaunchedGraph:
             if self.log is not None:
                 self.log.write(line)
                 self.log.flush()
+            self.history.append(line.rstrip('\n'))
             self.lines.put(line.rstrip('\n'))
 
     def wait_for_line(self, needles: str | Sequence[str], deadline_s: float) -> str | None:
@@ -101,6 +104,19 @@ class LaunchedGraph:
             if any(n in line for n in wanted):
                 return line
         return None
+
+    def died(self) -> list[str]:
+        """The processes launch reported dead (exit status other than 0), by their names."""
+        found = (re.search(r'\[([\w.-]+-\d+)\]: process has died', x) for x in list(self.history))
+        return [m.group(1) for m in found if m is not None]
+
+    def finished(self, executable: str) -> bool:
+        """Whether the process of ``executable`` (``replay_node``) ended, well or not."""
+        return any(
+            f'[{executable}-' in line
+            and ('process has finished cleanly' in line or 'process has died' in line)
+            for line in list(self.history)
+        )
 
     def stop(self, timeout_s: float = 20.0) -> int:
         """Ctrl-C as a terminal sends it, SIGKILL to the group if it does not end in time.

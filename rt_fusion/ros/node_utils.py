@@ -486,6 +486,7 @@ def run(factory: Callable[[], Node], args: Sequence[str] | None = None) -> int:
     stop.install()
     threading.excepthook = _quiet_shutdown_excepthook(threading.excepthook)
     node: Node | None = None
+    executor: Executor | None = None
     status = 0
     try:
         node = factory()
@@ -507,6 +508,13 @@ def run(factory: Callable[[], Node], args: Sequence[str] | None = None) -> int:
         # the teardown with a KeyboardInterrupt traceback; SIGTERM and SIGKILL still end it.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        if executor is not None and node is not None:
+            # The executor first: the EventsExecutor's timer thread must not touch a timer that
+            # destroy_node frees (a planner aborted with heap corruption at exit without this).
+            with contextlib.suppress(Exception):
+                executor.remove_node(node)
+            with contextlib.suppress(Exception):
+                executor.shutdown()
         if node is not None:
             node.destroy_node()
         compat.try_shutdown()

@@ -43,7 +43,7 @@ from sensor_msgs.msg import Image
 from std_msgs.msg import Empty
 
 from rt_fusion.core import linux
-from rt_fusion.core.frame import IMAGE_ENCODINGS, DescriptorError, FrameDescriptor
+from rt_fusion.core.frame import DescriptorError, FrameDescriptor, image_array
 from rt_fusion.core.shm import (
     FrameView,
     Overrun,
@@ -100,20 +100,10 @@ class ImageCodec:
 
     def from_msg(self, msg: Image) -> tuple[npt.NDArray[Any], FrameDescriptor]:
         """A read-only view of ``msg.data`` shaped as the image."""
-        if msg.encoding not in IMAGE_ENCODINGS:
-            raise DescriptorError('', f'image encoding {msg.encoding!r} not supported')
-        dtype, channels = IMAGE_ENCODINGS[msg.encoding]
-        dt = np.dtype(dtype)
-        if dt.itemsize > 1:
-            dt = dt.newbyteorder('>' if msg.is_bigendian else '<')
-        shape = (msg.height, msg.width) if channels == 1 else (msg.height, msg.width, channels)
-        flat = np.frombuffer(msg.data, np.uint8)
-        row = msg.width * channels * dt.itemsize
-        if msg.step < row or flat.size < msg.step * msg.height:
-            raise DescriptorError('', f'image step {msg.step} / size {flat.size} too small')
-        rows = flat[: msg.step * msg.height].reshape(msg.height, msg.step)[:, :row]
-        array = np.ascontiguousarray(rows).view(dt).reshape(shape)
-        array.flags.writeable = False
+        array = image_array(
+            msg.encoding, msg.height, msg.width, msg.step, bool(msg.is_bigendian), msg.data
+        )
+        dt, shape = array.dtype, array.shape
         desc = FrameDescriptor(
             segment='',
             segment_epoch_ns=0,

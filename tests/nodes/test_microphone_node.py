@@ -79,11 +79,19 @@ def test_samples_arrive_bit_exact_and_in_order(procs: ProcGroup, tmp_path: Path)
         '--count',
         str(n_blocks),
         '--timeout',
-        '60',
+        '180',
     )
     _feeder(procs, fifo, tmp_path / 'clip.raw', '--pace-bytes-per-s', str(rate * channels * 2))
-    _mic(procs, home, rate, channels, '-p', 'stall_s:=30.0')
-    msgs, summary = echo.messages(90)
+    # The stream starts once the echo subscribes (the FIFO holds the clip until then): a loaded
+    # machine took longer to discover than the fixed start delay, and lost the first blocks.
+    _mic(
+        procs,
+        home,
+        rate,
+        channels,
+        *('-p', 'stall_s:=30.0', '-p', 'start_delay_s:=0.0', '-p', 'wait_subscribers_s:=120.0'),
+    )
+    msgs, summary = echo.messages(180)
     assert summary['received'] == n_blocks
     got = np.concatenate([np.array(m['samples'], np.int16).reshape(-1, channels) for m in msgs])
     assert np.array_equal(got, samples[: got.shape[0]])  # bit-exact, in order, none lost

@@ -83,3 +83,9 @@ def test_the_default_scenario_demo_needs_nothing_outside_the_repository(tmp_path
     assert (out / 'scenario' / 'bag' / 'metadata.yaml').exists()
     for png in ('latency.png', 'scene.png'):
         assert (out / png).read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
+    from rt_fusion.ros import launching  # noqa: PLC0415
+
+    if launching.available():  # the graph is launch/replay.launch.py, through LaunchService
+        log = (out / 'logs' / 'rt_fusion' / 'launch.log').read_text()
+        assert 'replay_node' in log and 'fusion_node' in log and 'trajectory_node' in log
+        assert 'process has died' not in log and 'Traceback' not in log, log[-3000:]

@@ -1,0 +1,131 @@
+"""One object that turns camera frames into network outputs: backend, preprocessing, pinning.
+
+The fusion node builds a :class:`FrameRunner` at configure and releases it at cleanup; what a
+frame goes through (preprocessing on the CPU or on the model's CUDA stream straight into its
+static input, the page-locked camera ring, the graph replay, the output copy) is decided here,
+ROS-free, where it can be tested on its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, cast
+
+import numpy as np
+
+from rt_fusion.inference import backend as backends
+from rt_fusion.inference import pinned
+from rt_fusion.inference.preprocess import CpuPreprocessor, TorchPreprocessor
+from rt_fusion.inference.spec import ModelSpec, load_spec
+
+DEFAULT_INPUT_HW = (384, 640)  # the model input the fusion assumes without a network
+
+
+class FrameRunner:
+    """A loaded model and the preprocessing of the frames fed to it.
+
+    Args:
+        spec_path: the model spec YAML.
+        backend: ``onnxruntime``, ``torch`` or ``tensorrt``.
+        device: ``cpu``, ``cuda`` or ``cuda:N``.
+        threads: CPU threads of the backend (0: its default).
+
+    Raises:
+        ModelError: the spec, the model or its runtime cannot be loaded.
+    """
+
+    def __init__(self, spec_path: Path | str, backend: str, device: str, threads: int = 0) -> None:
+        self.spec: ModelSpec = load_spec(spec_path)
+        options: dict[str, Any] = {'device': device}
+        if threads:
+            options['threads'] = threads
+        # Any: the CUDA path uses members only the CUDA backends have (stream, run_to_host).
+        self.model: Any = cast(Any, backends.create(backend, self.spec, **options))
+        self.model.prepare()
+        self.cuda = str(getattr(self.model, 'device', 'cpu')).startswith('cuda')
+        self.input_name = self.spec.inputs[0].name
+        self.output_name = self.spec.outputs[0].name
+        assert self.spec.preprocessing is not None
+        self.input_hw: tuple[int, int] = tuple(self.spec.preprocessing.resize)  # type: ignore[assignment]
+        self.pre: CpuPreprocessor | TorchPreprocessor | None = None
+        self._target: Any = None
+        self._order = ''
+        self._pinned: dict[object, pinned.PinnedRegion | None] = {}
+        if self.cuda:
+            # Load the preprocessing kernels now, not on the first frame (a cold CUDA start
+            # takes long enough there to overflow the camera queue).
+            h, w = self.input_hw
+            warm = TorchPreprocessor(
+                self.spec.preprocessing,
+                (h * 2, w * 2, 3),
+                self.model.device,
+                out=self.model.input(self.input_name),
+                stream=self.model.stream,
+            )
+            warm(np.zeros((h * 2, w * 2, 3), np.uint8))
+            warm.stream.synchronize()
+
+    @property
+    def device(self) -> str:
+        """Where the model runs."""
+        return str(getattr(self.model, 'device', 'cpu'))
+
+    def pin(self, key: object, address_range: Callable[[], tuple[int, int]]) -> str | None:
+        """Page-locks a camera ring's mapping once per ``key`` (CUDA only): uploads then run at
+        pinned speed straight from the slot. Returns the reason when it could not (pageable
+        then: slower uploads, same results)."""
+        if not self.cuda or key in self._pinned:
+            return None
+        try:
+            self._pinned[key] = pinned.register(*address_range(), read_only=True)
+        except pinned.PinnedMemoryError as err:
+            self._pinned[key] = None
+            return str(err)
+        return None
+
+    def run(self, image: np.ndarray, encoding: str, still_valid: Callable[[], bool]) -> Any:
+        """The network's output for one frame, or False when ``still_valid()`` says the frame
+        was overwritten while it was read (the input was garbage)."""
+        # Channel order from the frame's encoding (cameras give bgr8 from OpenCV, rgb8 from Argus).
+        order = 'bgr' if encoding.startswith('bgr') else 'rgb'
+        if self.pre is None or self.pre.src_shape != tuple(image.shape) or order != self._order:
+            self._order = order
+            assert self.spec.preprocessing is not None
+            target = self.model.input(self.input_name)
+            if self.cuda:
+                # Upload + resize + normalise on the model's stream, straight into its static
+                # input (a CUDA graph); the model's graph replays after it on the same stream.
+                self.pre = TorchPreprocessor(
+                    self.spec.preprocessing,
+                    image.shape,
+                    self.model.device,
+                    out=target,
+                    src_order=order,
+                    stream=self.model.stream,
+                )
+                self._target = None
+            else:
+                self.pre = CpuPreprocessor(self.spec.preprocessing, image.shape, order)
+                self._target = target if isinstance(target, np.ndarray) else target.numpy()
+        if isinstance(self.pre, TorchPreprocessor):
+            self.pre(image)  # the copy from the slot has finished when this returns
+        else:
+            self.pre(image, self._target)
+        if not still_valid():
+            return False
+        if isinstance(self.pre, TorchPreprocessor):  # graph, output copy, one wait
+            return self.model.run_to_host(self.output_name)
+        out = self.model.run()[self.output_name]
+        return out if isinstance(out, np.ndarray) else out.float().cpu().numpy()
+
+    def release(self) -> None:
+        """Unpins the rings and frees the model (idempotent)."""
+        for region in self._pinned.values():
+            if region is not None:
+                region.release()
+        self._pinned.clear()
+        if self.model is not None:
+            self.model.release()
+            self.model = None
+        self.pre = None

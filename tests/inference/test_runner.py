@@ -1,0 +1,76 @@
+"""FrameRunner: the fusion node's whole inference path (backend, preprocessing, pinning) on its
+own, on the CPU here and on a CUDA device where there is one."""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+import pytest
+
+from rt_fusion.inference import backend as backends
+from rt_fusion.inference.preprocess import CpuPreprocessor
+from rt_fusion.inference.runner import FrameRunner
+from rt_fusion.inference.spec import load_spec
+from tests.conftest import ROOT
+
+SPEC = ROOT / 'models' / 'rtf_testnet.yaml'
+
+
+def _frame(seed: int = 4) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return cv2.GaussianBlur(rng.integers(0, 256, (540, 960, 3), dtype=np.uint8), (9, 9), 3)
+
+
+def _reference(frame: np.ndarray, order: str) -> np.ndarray:
+    spec = load_spec(SPEC)
+    assert spec.preprocessing is not None
+    x = CpuPreprocessor(spec.preprocessing, frame.shape, order)(frame)
+    with backends.create('onnxruntime', spec, threads=1) as be:
+        be.set_input('images', x)
+        return be.run()['heads'].copy()
+
+
+@pytest.mark.parametrize('encoding', ['bgr8', 'rgb8'])
+def test_the_cpu_runner_gives_the_backend_s_output(encoding: str) -> None:
+    frame = _frame()
+    runner = FrameRunner(SPEC, 'onnxruntime', 'cpu', threads=1)
+    try:
+        assert not runner.cuda and runner.input_hw == (384, 640)
+        out = runner.run(frame, encoding, lambda: True)
+        np.testing.assert_allclose(out, _reference(frame, encoding[:3]), rtol=1e-5, atol=1e-5)
+        # A slot overwritten while it was read: no output from garbage.
+        assert runner.run(frame, encoding, lambda: False) is False
+        assert runner.pin('ring', lambda: (0, 0)) is None  # CPU: nothing to page-lock
+    finally:
+        runner.release()
+    runner.release()  # twice: nothing left to free
+    assert runner.model is None
+
+
+def _cuda() -> bool:
+    try:
+        import torch  # noqa: PLC0415
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _cuda(), reason='no CUDA device (runs on the GPU machine)')
+def test_the_cuda_runner_reads_a_pinned_ring_slot_and_agrees_with_the_cpu() -> None:
+    from rt_fusion.core.shm import ShmRingWriter  # noqa: PLC0415
+
+    frame = _frame()
+    runner = FrameRunner(SPEC, 'torch', 'cuda')
+    try:
+        assert runner.cuda and runner.device.startswith('cuda')
+        with ShmRingWriter.create('rtf_test_runner_gpu', frame.nbytes, 2) as ring:
+            ws = ring.acquire(frame.shape, np.uint8, 'bgr8')
+            np.copyto(ws.array, frame)
+            ring.commit(ws, 0, 0)
+            assert runner.pin('ring', ring.slot_range) is None
+            out = runner.run(ws.array, 'bgr8', lambda: True)
+            assert runner.pin('ring', ring.slot_range) is None  # once per ring
+        np.testing.assert_allclose(out, _reference(frame, 'bgr'), rtol=2e-2, atol=2e-2)
+    finally:
+        runner.release()
