@@ -63,7 +63,7 @@ def test_every_frame_arrives_through_shm_in_order_and_bit_exact(
         '-p',
         f'pace:={str(pace).lower()}',
         '-p',
-        'start_delay_s:=2.0',
+        'wait_subscribers_s:=120.0',
         '-p',
         'ring_slots:=16',
         '-p',

@@ -42,6 +42,8 @@ def test_frames_without_imu_and_radar_come_out_degraded_and_in_order(procs: Proc
         str(FRAMES),
         '--timeout',
         '90',
+        '--matched',
+        '1',
     )
     _fusion(
         procs,
@@ -52,6 +54,9 @@ def test_frames_without_imu_and_radar_come_out_degraded_and_in_order(procs: Proc
         '-p',
         'diagnostics_period_s:=0.2',
     )
+    # Frames start once the fusion node's output reaches the echo and its camera subscription
+    # is up: conditions, not a fixed delay (a loaded machine starts nodes in tens of seconds).
+    objects.read_until('MATCHED', 120)
     procs.node(
         'camera_node',
         '-r',
@@ -63,7 +68,7 @@ def test_frames_without_imu_and_radar_come_out_degraded_and_in_order(procs: Proc
         '-p',
         f'count:={FRAMES}',
         '-p',
-        'start_delay_s:=4.0',  # the fusion node subscribes before the first frame
+        'wait_subscribers_s:=120.0',  # the fusion node subscribes before the first frame
         name='camera',
     )
     msgs, summary = objects.messages(120)

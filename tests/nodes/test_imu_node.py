@@ -75,16 +75,20 @@ def test_output_equals_the_source_in_order_and_none_lost(procs: ProcGroup, tmp_p
     assert np.array_equal(gyro.astype(np.float32), src['gyro'].astype(np.float32))
     assert np.array_equal(accel.astype(np.float32), src['accel'].astype(np.float32))
     # Stamps: the device clock mapped onto the host timeline, monotonic across the wrap, and
-    # spaced like the source: within the 100 µs SampleTimeFine resolution plus the small steps
-    # the mapping line takes when a new minimum-delay pair arrives (seen up to ~80 µs on a
-    # loaded CI machine).
+    # spaced like the source. Each interval carries the 100 µs SampleTimeFine quantisation; the
+    # mapping line also steps when a pair with less delay arrives, by up to the delay jitter of
+    # the moment (a few hundred µs on a loaded 2-core CI machine, 357 µs seen), so the typical
+    # interval is held to the quantisation and the worst one to a bound no scheduler jitter here
+    # reaches but a wrong mapping (a lost wrap, a skipped or doubled sample) exceeds.
     stamps = np.array(
         [m['header']['stamp']['sec'] * 10**9 + m['header']['stamp']['nanosec'] for m in msgs],
         np.int64,
     )
     assert np.all(np.diff(stamps) > 0)
     locked = slice(n // 2, None)  # the mapper locks within ~2 s (lock_span_s)
-    assert np.abs(np.diff(stamps[locked]) - np.diff(src['stamp'][locked])).max() <= 250_000
+    err = np.abs(np.diff(stamps[locked]) - np.diff(src['stamp'][locked]))
+    assert np.percentile(err, 90) <= 150_000
+    assert err.max() <= 2_000_000
     q = np.array([[m['orientation'][k] for k in 'wxyz'] for m in msgs])
     assert np.allclose(np.linalg.norm(q, axis=1), 1.0, atol=1e-6)
     assert emu.read_until('SENT ', 60)[1] == 'SENT {"messages": 1000}'

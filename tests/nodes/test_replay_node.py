@@ -54,9 +54,7 @@ def test_lockstep_delivers_every_message_once_in_order_with_its_stamp(procs: Pro
         '-p',
         'mode:=lockstep',
         '-p',
-        'wait_subscribers_s:=30.0',
-        '-p',
-        'start_delay_s:=1.0',
+        'wait_subscribers_s:=120.0',
     )
     msgs, summary = echo.messages(150)
     assert summary['received'] == len(want)
@@ -88,9 +86,7 @@ def test_realtime_at_rate_4_delivers_the_imu_as_recorded(procs: ProcGroup) -> No
         '-p',
         'qos_depth:=10000',
         '-p',
-        'wait_subscribers_s:=30.0',
-        '-p',
-        'start_delay_s:=1.0',
+        'wait_subscribers_s:=120.0',
     )
     msgs, summary = echo.messages(150)
     assert summary['received'] == len(want)
@@ -159,9 +155,7 @@ def test_a_generated_scenario_replays_in_lockstep_with_its_stamps(
         '-p',
         'mode:=lockstep',
         '-p',
-        'wait_subscribers_s:=30.0',
-        '-p',
-        'start_delay_s:=1.0',
+        'wait_subscribers_s:=120.0',
     )
     msgs, summary = echo.messages(150)
     assert summary['received'] == len(radar)
@@ -201,9 +195,7 @@ def test_radar_scans_take_their_stamps_from_the_trigger_topic(procs: ProcGroup) 
         '-p',
         'mode:=lockstep',
         '-p',
-        'wait_subscribers_s:=30.0',
-        '-p',
-        'start_delay_s:=1.0',
+        'wait_subscribers_s:=120.0',
     )
     msgs, summary = echo.messages(150)
     assert summary['received'] == len(want)
@@ -260,9 +252,7 @@ def test_generated_camera_frames_go_through_shared_memory(procs: ProcGroup, tmp_
         '-p',
         f'shm:=[{topic}->/camera/out/image]',
         '-p',
-        'wait_subscribers_s:=30.0',
-        '-p',
-        'start_delay_s:=1.0',
+        'wait_subscribers_s:=120.0',
     )
     lines, summary = listener.summary(90)
     frames = [json.loads(line) for line in lines]

@@ -50,9 +50,7 @@ def _replay(procs: ProcGroup, bag: Path, topics: list[str], *params: str) -> obj
         '-p',
         'qos_depth:=5000',
         '-p',
-        'wait_subscribers_s:=30.0',
-        '-p',
-        'start_delay_s:=1.0',
+        'wait_subscribers_s:=120.0',
         *params,
     )
 
@@ -119,11 +117,11 @@ def test_a_shared_memory_camera_stream_is_recorded_as_images(
         '-p',
         'ring_slots:=32',
         '-p',
-        'start_delay_s:=3.0',
+        'wait_subscribers_s:=120.0',
         name='camera',
     )
-    assert camera.wait(60) == 0
-    assert rec.wait(30) == 0  # --count: all 20 frames written
+    assert camera.wait(180) == 0
+    assert rec.wait(60) == 0  # --count: all 20 frames written
     cap = cv2.VideoCapture(video)
     ref = [zlib.crc32(cap.read()[1].data) for _ in range(20)]
     msgs = list(iter_messages(out, ['/camera/out/image']))
