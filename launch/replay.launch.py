@@ -10,7 +10,8 @@ on any machine. ``restamp:=false`` keeps the recorded stamps (they then match th
 
 ``replay_node`` publishes the recorded sensor topics as the sensor nodes would (camera images
 into a shared-memory ring with ``ShmFrame`` descriptors, radar objects, IMU), with their stamps
-moved onto the host clock (``restamp``), starting once the fusion node subscribes. Bags from
+moved onto the host clock (``restamp``), and the vehicle speed when the bag has it, starting once
+the fusion node subscribes. Bags from
 ``tools/make_scenario.py`` and from ``tools/record.py`` on the vehicle have these topics.
 Parameters of fusion and planner come from ``config`` (default the installed
 ``config/replay.yaml``); a section in it for a node this graph lacks stops the launch. Fusion
@@ -27,6 +28,7 @@ from launch import LaunchContext, LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 
+from rt_fusion.core.bag import open_reader
 from rt_fusion.ros import graph
 
 CAMERA = '/camera/out/image/compressed'
@@ -79,7 +81,12 @@ def generate_launch_description() -> LaunchDescription:
         graph.check_config(config)  # one file may serve the demo's graph too
         # Lists of strings cannot hold a substitution (launch joins them): resolved here.
         camera = LaunchConfiguration('camera_topic').perform(context)
-        topics = {'topics': [graph.IMU_TOPIC, graph.RADAR_TOPIC, camera]}
+        listed = [graph.IMU_TOPIC, graph.RADAR_TOPIC, camera]
+        # The vehicle speed (wheel odometry) when the bag has it: older bags do not.
+        with open_reader(LaunchConfiguration('bag').perform(context)) as reader:
+            if graph.SPEED_TOPIC in {c.topic for c in reader.connections}:
+                listed.append(graph.SPEED_TOPIC)
+        topics = {'topics': listed}
         shm = {'shm': [f'{camera}->{graph.CAMERA_TOPIC}']}
         return [
             graph.launch_node(graph.REPLAY, [replay_params, topics, shm]),

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Benchmark: the camera path's preprocessing + inference, per backend and device.
 
-For the test network (models/rtf_testnet, 384x640 input) at batch 1: each iteration takes a
-1920x1080 uint8 frame, preprocesses it into the network input (resize, normalise, NCHW) and runs
-the model; P50/P99/max over --runs iterations of both stages.
+For the default detector (models/rtf_centernet, 384x640 input; ``--model`` another spec) at
+batch 1: each iteration takes a 1920x1080 uint8 frame, preprocesses it into the network input
+(resize, normalise, NCHW) and runs the model; P50/P99/max over --runs iterations of both
+stages, then the whole camera path with the output copied to the host and decoded into objects.
 
   python tools/bench_inference.py --backend onnxruntime              # CPU
   python tools/bench_inference.py --backend torch --device cuda      # FP16 + CUDA graph
@@ -33,11 +34,13 @@ from typing import Any
 import numpy as np
 
 from rt_fusion.core.latency import summarize_ns
+from rt_fusion.core.perception.decoders import decode
 from rt_fusion.inference import backend as backends
 from rt_fusion.inference.preprocess import CpuPreprocessor
 from rt_fusion.inference.spec import load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_MODEL = ROOT / 'models' / 'rtf_centernet.yaml'
 FRAME = (1080, 1920, 3)
 
 
@@ -59,10 +62,17 @@ def _frame_source(cuda: bool) -> tuple[Any, Any]:
 
 
 def run_config(
-    backend: str, device: str, *, precision: str, cuda_graph: bool, runs: int, threads: int
+    backend: str,
+    device: str,
+    *,
+    precision: str,
+    cuda_graph: bool,
+    runs: int,
+    threads: int,
+    model: Path = DEFAULT_MODEL,
 ) -> dict[str, Any]:
     """Times ``runs`` iterations of one configuration."""
-    spec = load_spec(ROOT / 'models' / 'rtf_testnet.yaml')
+    spec = load_spec(model)
     assert spec.preprocessing is not None
     cuda = device.startswith('cuda')
     frame, keep = _frame_source(cuda)
@@ -111,6 +121,25 @@ def run_config(
         be.run()
         if i >= 20:
             fused_ns[i - 20] = time.perf_counter_ns() - t0
+    # The whole camera path with the model's head decoded into objects (the output copied to
+    # the host; the decoder is numpy).
+    decoded_ns = np.empty(runs if spec.decoder else 0, np.int64)
+    decode_ns = np.empty(runs if spec.decoder else 0, np.int64)
+    out_name = spec.outputs[spec.decoder.output if spec.decoder else 0].name
+    for i in range(len(decoded_ns) + 20 if spec.decoder else 0):
+        assert spec.decoder is not None
+        t0 = time.perf_counter_ns()
+        pre(frame)
+        if cuda:
+            out = be.run_to_host(out_name)
+        else:
+            out = be.run()[out_name]
+            out = out if isinstance(out, np.ndarray) else out.float().numpy()
+        t1 = time.perf_counter_ns()
+        decode(out, spec.decoder, spec.preprocessing.resize)
+        if i >= 20:
+            decoded_ns[i - 20] = time.perf_counter_ns() - t0
+            decode_ns[i - 20] = time.perf_counter_ns() - t1
     name = getattr(be, 'fallback_reason', '') or ''
     result = {
         'backend': backend,
@@ -121,6 +150,8 @@ def run_config(
         'infer': summarize_ns(inf_ns),
         'total': summarize_ns(pre_ns + inf_ns),
         'fused': summarize_ns(fused_ns),
+        'decode': summarize_ns(decode_ns) if len(decode_ns) else None,
+        'decoded': summarize_ns(decoded_ns) if len(decoded_ns) else None,
         'note': name,
     }
     be.release()
@@ -170,6 +201,7 @@ def main(argv: list[str] | None = None) -> int:
         help='default: fp16 on CUDA, fp32 on CPU',
     )
     parser.add_argument('--no-cuda-graph', action='store_true')
+    parser.add_argument('--model', type=Path, default=DEFAULT_MODEL, help='model spec YAML')
     parser.add_argument('--runs', type=int, default=1000)
     parser.add_argument('--threads', type=int, default=0, help='CPU threads (0: default)')
     parser.add_argument(
@@ -190,7 +222,13 @@ def main(argv: list[str] | None = None) -> int:
         configs = [('fp32', False), ('fp32', True), ('fp16', False), ('fp16', True)]
     results = [
         run_config(
-            args.backend, args.device, precision=p, cuda_graph=g, runs=runs, threads=args.threads
+            args.backend,
+            args.device,
+            precision=p,
+            cuda_graph=g,
+            runs=runs,
+            threads=args.threads,
+            model=args.model,
         )
         for p, g in configs
     ]
@@ -203,6 +241,9 @@ def main(argv: list[str] | None = None) -> int:
         rows[f'{label}: inference'] = r['infer']
         rows[f'{label}: total (2 waits)'] = r['total']
         rows[f'{label}: pre + infer, one wait'] = r['fused']
+        if r['decoded'] is not None:
+            rows[f'{label}: decode (numpy)'] = r['decode']
+            rows[f'{label}: pre + infer + copy + decode'] = r['decoded']
         if r['note']:
             extra[f'{label}: pre + infer, one wait'] = {'note': r['note']}
     if args.h2d and cuda:
@@ -210,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
             rows[f'1080p H2D copy, {name}'] = s
     report.console.print(
         report.latency_table(
-            f'rtf_testnet 384x640, batch 1, from a 1080p uint8 frame ({runs} runs)',
+            f'{args.model.stem}, batch 1, from a 1080p uint8 frame ({runs} runs)',
             rows,
             extra=extra,
         )
@@ -227,6 +268,14 @@ def main(argv: list[str] | None = None) -> int:
         infer_p50_ms=main_r['infer'].p50_us / 1e3,
         infer_p99_ms=main_r['infer'].p99_us / 1e3,
         total_p99_ms=main_r['fused'].p99_us / 1e3,
+        **(
+            {
+                'decode_p99_ms': main_r['decode'].p99_us / 1e3,
+                'with_decode_p99_ms': main_r['decoded'].p99_us / 1e3,
+            }
+            if main_r['decoded'] is not None
+            else {}
+        ),
     )
     return 0
 

@@ -34,14 +34,33 @@ import numpy.typing as npt
 
 from rt_fusion.core.errors import ParameterError
 from rt_fusion.core.params import param
+from rt_fusion.core.perception.decoders import (
+    CameraDetection,
+    CameraGeometry,
+    DecoderSpec,
+    camera_to_vehicle,
+    decode,
+)
 from rt_fusion.core.perception.ego import EgoMotion, EgoParams
-from rt_fusion.core.perception.tracker import Detection, Tracker, TrackerParams
+from rt_fusion.core.perception.tracker import Detection, Track, Tracker, TrackerParams
 from rt_fusion.core.sync import AlignedFrame
 
 # Our Object classes (rt_fusion_msgs/Object) and ARS408 Obj_Class (0 point, 1 car, 2 truck,
 # 3 pedestrian, 4 motorcycle, 5 bicycle, 6 wide, 7 reserved).
 CLASS_UNKNOWN, CLASS_CAR, CLASS_TRUCK, CLASS_PEDESTRIAN = 0, 1, 2, 3
 CLASS_BICYCLE, CLASS_MOTORCYCLE, CLASS_STATIC = 4, 5, 6
+SOURCE_RADAR, SOURCE_CAMERA = 1, 2
+# A detector's class names -> our classes (COCO's names included, for YOLO heads).
+CLASS_BY_NAME = {
+    'car': CLASS_CAR,
+    'truck': CLASS_TRUCK,
+    'bus': CLASS_TRUCK,
+    'pedestrian': CLASS_PEDESTRIAN,
+    'person': CLASS_PEDESTRIAN,
+    'bicycle': CLASS_BICYCLE,
+    'motorcycle': CLASS_MOTORCYCLE,
+    'static': CLASS_STATIC,
+}
 ARS408_CLASSES = {
     0: CLASS_UNKNOWN,
     1: CLASS_CAR,
@@ -102,7 +121,33 @@ class FusionParams:
     cy: float = param(
         'principal point y (model input)', unit='px', default=192.0, calibration=True
     )
-    evidence_channel: int = param('output channel read as camera evidence', default=0, low=0)
+    evidence_channel: int = param(
+        'output channel read as camera evidence (a model without a decoder section)',
+        default=0,
+        low=0,
+    )
+    camera_max_range_m: float = param(
+        'camera detections beyond this range are dropped, and a track beyond it is not expected '
+        'to be seen by the camera (its frames do not count as misses)',
+        unit='m',
+        default=80.0,
+        low=1.0,
+    )
+    camera_position_std_m: float = param(
+        'position std of a camera detection at zero range', unit='m', default=0.3, low=0.01
+    )
+    camera_birth_score: float = param(
+        'a camera detection below this score updates tracks but does not start one',
+        default=0.5,
+        low=0.0,
+        high=1.0,
+    )
+    camera_range_std: float = param(
+        "growth of a camera detection's position std with range (monocular depth)",
+        unit='m/m',
+        default=0.03,
+        low=0.0,
+    )
     ego_speed_mps: float = param(
         'a fixed ego speed instead of the estimate (negative: estimated from the vehicle speed '
         'input, the radar and the IMU — the default)',
@@ -225,6 +270,19 @@ class FusionEngine:
         c, s = math.cos(self.p.radar_yaw), math.sin(self.p.radar_yaw)
         self._radar_rot = (c, s)
         self.radar_speed: float | None = None  # the last scan's stationary consensus [m/s]
+        self.decoder: DecoderSpec | None = None
+        self._class_ids: list[int] = []
+        self.camera_detections: list[CameraDetection] = []  # the last frame's, for diagnostics
+        p = self.p
+        self.geometry = CameraGeometry(p.fx, p.fy, p.cx, p.cy, p.camera_x, p.camera_height)
+
+    def set_decoder(self, decoder: DecoderSpec | None) -> None:
+        """The model's head (from its spec): its detections feed the tracker at frame times.
+        Classes the fusion does not know are dropped (``CLASS_UNKNOWN``) unless named like ours."""
+        self.decoder = decoder
+        self._class_ids = (
+            [CLASS_BY_NAME.get(name, CLASS_UNKNOWN) for name in decoder.classes] if decoder else []
+        )
 
     def set_speed(self, speed_mps: float) -> None:
         """The vehicle's measured speed (wheel odometry): the ego speed's best source."""
@@ -314,6 +372,59 @@ class FusionEngine:
         known = self.p.ego_speed_mps >= 0.0 or self.motion.pose.v_var <= 1.5**2
         self.tracker.step(scan_ns, dets, birth=known)
 
+    def _camera_vehicle(self, det: CameraDetection) -> tuple[int, float, float, float] | None:
+        """(class, x, y, range) of a camera detection in the vehicle frame, or None."""
+        cls = self._class_ids[det.cls] if det.cls < len(self._class_ids) else CLASS_UNKNOWN
+        if cls == CLASS_UNKNOWN:
+            return None
+        pos = camera_to_vehicle(det, self.geometry, DEFAULT_SIZE[cls][0] / 2)
+        if pos is None or pos[2] > self.p.camera_max_range_m:
+            return None
+        return cls, pos[0], pos[1], pos[2]
+
+    def _track_camera(self, stamp_ns: int, cams: list[CameraDetection], width: int) -> None:
+        """A camera frame's detections: one tracker step at the frame time, position only."""
+        p = self.p
+        ox, oy, oyaw = self.motion.pose_at(stamp_ns)
+        c, s = math.cos(oyaw), math.sin(oyaw)
+        dets = []
+        for det in cams:
+            placed = self._camera_vehicle(det)
+            if placed is None:
+                continue
+            cls, x, y, rng = placed
+            length, wid = DEFAULT_SIZE[cls]
+            # A camera measures no velocity, but a post is known to stand still.
+            still = 0.0 if cls == CLASS_STATIC else math.nan
+            dets.append(
+                Detection(
+                    ox + c * x - s * y,
+                    oy + s * x + c * y,
+                    still,
+                    still,
+                    pos_std=p.camera_position_std_m + p.camera_range_std * rng,
+                    vel_std=0.5,
+                    can_birth=det.score >= p.camera_birth_score,
+                    cls=cls,
+                    cls_prob=det.score,
+                    exist_prob=det.score,
+                    length=length,
+                    width=wid,
+                    source=SOURCE_CAMERA,
+                )
+            )
+
+        def covers(t: Track) -> bool:
+            dx, dy = t.x[0] - ox, t.x[1] - oy
+            x, y = c * dx + s * dy, -s * dx + c * dy
+            depth = x - p.camera_x
+            if depth <= 1.0 or math.hypot(x, y) > p.camera_max_range_m:
+                return False
+            return bool(0.0 <= p.cx - p.fx * y / depth < width)
+
+        # Position-only detections need no ego speed to start a track (radar ones do).
+        self.tracker.step(stamp_ns, dets, birth=True, covers=covers)
+
     def camera_score(
         self, x: float, y: float, evidence: npt.NDArray[Any] | None, input_hw: tuple[int, int]
     ) -> float:
@@ -343,7 +454,11 @@ class FusionEngine:
         """One frame; ``network_output`` is the model's first output (1, C, H, W) or None."""
         self._advance_ego(frame)
         evidence = None
-        if network_output is not None:
+        cams: list[CameraDetection] | None = None
+        if network_output is not None and self.decoder is not None:
+            cams = decode(network_output, self.decoder, input_hw)
+            self.camera_detections = cams
+        elif network_output is not None:
             out = np.asarray(network_output)
             evidence = out.reshape(-1, *out.shape[-2:])[self.p.evidence_channel]
         objects: list[FusedObject] = []
@@ -356,6 +471,8 @@ class FusionEngine:
             self._last_scan_ns = radar.scan_stamp_ns
             if self.p.output == 'tracks':
                 self._track(radar.scan_stamp_ns, self._scans.get(radar.scan_stamp_ns, []))
+        if self.p.output == 'tracks' and cams is not None:
+            self._track_camera(frame.stamp_ns, cams, input_hw[1])
         if self.p.output == 'tracks':
             radar_dt = radar.dt_ns if radar is not None else 0
             e = self.ego
@@ -372,7 +489,12 @@ class FusionEngine:
                 if math.isfinite(t.width) and t.width > 0:
                     width = t.width
                 yaw = math.atan2(vy, vx) if math.hypot(vx, vy) > 1.0 else 0.0
-                score = self.camera_score(x, y, evidence, input_hw)
+                if cams is not None:
+                    score = t.scores.get(SOURCE_CAMERA, math.nan)
+                    sources = t.sources
+                else:
+                    score = self.camera_score(x, y, evidence, input_hw)
+                    sources = t.sources | (SOURCE_CAMERA if math.isfinite(score) else 0)
                 objects.append(
                     FusedObject(
                         t.id,
@@ -387,7 +509,7 @@ class FusionEngine:
                         vy,
                         math.sqrt(max(cov[0, 0], cov[1, 1])),
                         score,
-                        1 | (2 if math.isfinite(score) else 0),
+                        sources,
                     )
                 )
                 vel_std.append(math.sqrt(max(cov[2, 2], cov[3, 3])))

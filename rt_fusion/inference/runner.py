@@ -45,7 +45,8 @@ class FrameRunner:
         self.model.prepare()
         self.cuda = str(getattr(self.model, 'device', 'cpu')).startswith('cuda')
         self.input_name = self.spec.inputs[0].name
-        self.output_name = self.spec.outputs[0].name
+        decoder = self.spec.decoder
+        self.output_name = self.spec.outputs[decoder.output if decoder else 0].name
         assert self.spec.preprocessing is not None
         self.input_hw: tuple[int, int] = tuple(self.spec.preprocessing.resize)  # type: ignore[assignment]
         self.pre: CpuPreprocessor | TorchPreprocessor | None = None

@@ -18,6 +18,14 @@ Example (``models/rtf_testnet.yaml``)::
       scale: 0.00392156862745098  # 1/255
       mean: [0.485, 0.456, 0.406]
       std: [0.229, 0.224, 0.225]
+    decoder:                   # optional: the head's format (rt_fusion.core.perception.decoders)
+      type: centernet          # centernet | yolov8 | yolox
+      classes: [car, truck, pedestrian, bicycle, motorcycle, bus]
+      stride: 4
+      depth: log
+      heading: true
+
+A user's own detector with one of these heads drops in through its spec alone.
 
 Every artifact's hash is checked at load, so a corrupt or swapped file fails with a clear error
 instead of producing wrong outputs.
@@ -34,6 +42,7 @@ import numpy as np
 import yaml
 
 from rt_fusion.core.errors import RtFusionError
+from rt_fusion.core.perception.decoders import DecoderError, DecoderSpec
 
 DTYPES = {'float32', 'float16', 'uint8', 'int8', 'int32', 'int64'}
 PRECISIONS = ('fp32', 'fp16', 'int8')
@@ -107,6 +116,7 @@ class ModelSpec:
     preprocessing: Preprocessing | None
     artifacts: dict[str, Artifact]
     provenance: str = ''
+    decoder: DecoderSpec | None = None  # the head's format (None: raw outputs only)
 
     def artifact(self, kind: str) -> Path:
         """The path of artifact ``kind`` after checking its existence and hash."""
@@ -202,6 +212,18 @@ def load_spec(path: Path | str) -> ModelSpec:
             raise ModelLoadError(f'model spec {path}: bad preprocessing: {err}') from err
         if preprocessing.channel_order not in ('rgb', 'bgr'):
             raise ModelLoadError(f'model spec {path}: channel_order must be rgb or bgr')
+    decoder = None
+    if raw.get('decoder') is not None:
+        if not isinstance(raw['decoder'], dict):
+            raise ModelLoadError(f'model spec {path}: decoder must be a mapping')
+        try:
+            decoder = DecoderSpec.from_dict(raw['decoder'], f'model spec {path}')
+        except (DecoderError, TypeError, ValueError) as err:
+            raise ModelLoadError(str(err)) from err
+        if decoder.output >= len(raw['outputs']):
+            raise ModelLoadError(
+                f'model spec {path}: decoder.output {decoder.output} out of range'
+            )
     return ModelSpec(
         name=str(raw['name']),
         path=path,
@@ -211,4 +233,5 @@ def load_spec(path: Path | str) -> ModelSpec:
         preprocessing=preprocessing,
         artifacts=artifacts,
         provenance=str(raw.get('provenance', '')),
+        decoder=decoder,
     )

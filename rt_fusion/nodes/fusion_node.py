@@ -60,7 +60,7 @@ class FusionNodeParams:
 
     model: str = param(
         "model spec YAML (relative: to the package's share or the repository)",
-        default='models/rtf_testnet.yaml',
+        default='models/rtf_centernet.yaml',
     )
     backend: str = param(
         'inference backend',
@@ -172,6 +172,7 @@ class FusionNode(node_utils.DeviceNode):
             except ModelError as err:
                 raise ParameterError('model', str(spec_path), str(err)) from err
             self.input_hw = self.runner.input_hw
+            self.engine.set_decoder(self.runner.spec.decoder)
         # Lock-step replays (ack_topic set) must lose nothing downstream even when the planner
         # lags the fusion by many frames: a deep history then; live, the newest matters.
         reliable = QoSProfile(
@@ -461,6 +462,7 @@ class FusionNode(node_utils.DeviceNode):
             'ego_speed_std_mps': round(self.engine.ego.v_std, 3),
             'ego_speed_source': self.engine.ego.speed_source,
             'tracks_confirmed': len(self.engine.tracker.confirmed()),
+            'camera_detections': len(self.engine.camera_detections),
             'tracks_all': len(self.engine.tracker.tracks),
             'policy': self.rt_report.policy if self.rt_report else '',
         }

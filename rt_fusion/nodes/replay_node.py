@@ -102,6 +102,13 @@ class ReplayNode(node_utils.DeviceNode):
                 raise ParameterError(
                     'topics', topic, f'message type {types[topic]} is not installed: {err}'
                 ) from err
+        # Messages without a stamp (std_msgs/Float64: the vehicle speed) go out as recorded.
+        self.unstamped = {
+            t
+            for t, cls in self.classes.items()
+            if 'header' not in cls.get_fields_and_field_types()  # type: ignore[attr-defined]
+            and 'stamp' not in cls.get_fields_and_field_types()  # type: ignore[attr-defined]
+        }
         for topic, base in self.shm_map.items():
             first = self._image(topic, next(iter_messages(Path(p.bag), [topic], decode=False)).raw)
             # Domain, namespace, node and topic in the name: two graphs never share a ring.
@@ -202,7 +209,11 @@ class ReplayNode(node_utils.DeviceNode):
                 if m.topic in self.stamp_map
                 else None
             )
-            if (trigger is not None or p.restamp) and m.topic not in self.shm_pubs:
+            if (
+                (trigger is not None or p.restamp)
+                and m.topic not in self.shm_pubs
+                and m.topic not in self.unstamped
+            ):
                 msg: Any = deserialize_message(raw, self.classes[m.topic])
                 header = msg if not hasattr(msg, 'header') else msg.header
                 stamp = trigger if trigger is not None else time_to_ns(header.stamp)

@@ -31,6 +31,7 @@ class GraphNode:
 CAMERA_TOPIC = '/camera/out/image'
 RADAR_TOPIC = '/radar/out/objects'
 IMU_TOPIC = '/imu/out/imu'
+SPEED_TOPIC = '/vehicle/speed'  # the vehicle's wheel speed (std_msgs/Float64, from its CAN bus)
 AUDIO_TOPIC = '/microphone/out/audio'
 OBJECTS_TOPIC = '/fusion/out/objects'
 ODOMETRY_TOPIC = '/fusion/out/odometry'
@@ -38,7 +39,12 @@ ODOMETRY_TOPIC = '/fusion/out/odometry'
 FUSION = GraphNode(
     'fusion',
     'fusion_node',
-    (('~/in/camera', CAMERA_TOPIC), ('~/in/imu', IMU_TOPIC), ('~/in/radar', RADAR_TOPIC)),
+    (
+        ('~/in/camera', CAMERA_TOPIC),
+        ('~/in/imu', IMU_TOPIC),
+        ('~/in/radar', RADAR_TOPIC),
+        ('~/in/speed', SPEED_TOPIC),
+    ),
 )
 PLANNER = GraphNode(
     'planner',

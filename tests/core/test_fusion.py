@@ -153,3 +153,64 @@ def test_audio_level_in_dbfs() -> None:
 def test_a_bad_mounting_fails_with_the_parameter_name() -> None:
     with pytest.raises(ParameterError, match='radar_x'):
         FusionParams(radar_x=-20.0, camera_x=1.8).check()
+
+
+def _centernet_heads(
+    engine: FusionEngine, objects: list[tuple[int, float, float, float]], hw: tuple[int, int]
+) -> np.ndarray:
+    """Hand-made rtf_centernet-layout heads: (class index, vehicle x, y, score) per object."""
+    decoder = engine.decoder
+    assert decoder is not None
+    s = decoder.stride
+    heads = np.zeros((1, decoder.channels, hw[0] // s, hw[1] // s), np.float32)
+    heads[0, : len(decoder.classes)] = -20.0
+    p = engine.p
+    for cls, x, y, score in objects:
+        depth = x - p.camera_x
+        u, v = p.cx - p.fx * y / depth, p.cy + p.fy * 0.5 / depth  # centre 0.9 m up
+        cx, cy = int(u / s), int(v / s)
+        nc = len(decoder.classes)
+        heads[0, cls, cy, cx] = math.log(score / (1 - score))
+        heads[0, nc : nc + 4, cy, cx] = math.log(2.0)
+        heads[0, nc + 4 : nc + 6, cy, cx] = (u / s - cx, v / s - cy)
+        heads[0, nc + 6, cy, cx] = math.log(depth)
+        heads[0, nc + 8, cy, cx] = 1.0  # cos: heading 0
+    return heads
+
+
+def test_camera_detections_alone_make_tracks_at_their_place() -> None:
+    from rt_fusion.core.perception.decoders import DecoderSpec  # noqa: PLC0415
+
+    engine = FusionEngine(FusionParams(ego_speed_mps=0.0))
+    engine.set_decoder(
+        DecoderSpec.from_dict(
+            {
+                'type': 'centernet',
+                'classes': ['car', 'pedestrian', 'spaceship'],
+                'depth': 'log',
+                'heading': True,
+            },
+            'test',
+        )
+    )
+    hw = (384, 640)
+    # A car 30 m ahead 2 m left; a pedestrian at 12 m, 2 m right, whose score may update a
+    # track but not start one; a class the fusion does not know; a car beyond the camera range.
+    heads = _centernet_heads(
+        engine,
+        [(0, 30.0, 2.0, 0.9), (1, 12.0, -2.0, 0.4), (2, 20.0, 0.0, 0.9), (0, 95.0, 0.0, 0.9)],
+        hw,
+    )
+    al = _aligner(wait_for=())
+    fused = []
+    for k in range(6):
+        t = T0 + k * 33_333_333
+        al.push_camera(t, k, t)
+        for frame in al.poll(t + 100 * MS):
+            fused.append(engine.fuse(frame, heads, hw))
+    assert fused[0].objects == [] and fused[1].objects == []  # tentative for 2 frames
+    (car,) = fused[-1].objects
+    assert car.object_class == CLASS_CAR and car.sources == 2  # the camera alone
+    assert (car.x, car.y) == pytest.approx((30.0, 2.0), abs=1e-3)  # regressed depth, its ray
+    assert car.camera_score == pytest.approx(0.9, abs=1e-3)
+    assert len(engine.camera_detections) == 4

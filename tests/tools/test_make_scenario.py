@@ -27,7 +27,7 @@ def test_cut_in_twice_gives_the_same_bag(tmp_path: Path) -> None:
     for out in outs:
         proc = _run('--scenario', 'cut_in', '--seconds', '10', '--out', str(out))
         assert proc.returncode == 0, proc.stderr[-2000:]
-        assert proc.stdout.splitlines()[-1].startswith('RESULT scenario=cut_in messages=6004 ')
+        assert proc.stdout.splitlines()[-1].startswith('RESULT scenario=cut_in messages=6504 ')
     a, b = outs
     for rel in ('bag/bag.mcap', 'bag/metadata.yaml', 'ground_truth.json'):
         assert (a / rel).read_bytes() == (b / rel).read_bytes(), rel

@@ -12,10 +12,14 @@ Per scan (:meth:`Tracker.step`): every track is predicted to the scan time (proc
 (positions and over-ground velocities in ``odom`` with their covariances) are gated by the squared
 Mahalanobis distance of the position innovation (``gate_chi2``, 2 degrees of freedom) and
 assigned with :func:`scipy.optimize.linear_sum_assignment`; matched tracks are updated with
-position and velocity. A detection nobody takes starts a tentative track; a tentative track is
-confirmed after ``confirm_hits`` hits within its first ``confirm_window`` scans and deleted
-otherwise; a confirmed track is deleted after ``max_misses`` consecutive misses or when its
-position std exceeds ``max_position_std``. Track ids count up from 1 and never come from a
+position and velocity (or position only: a camera detection). A detection nobody takes starts a
+tentative track; a tentative track is confirmed after ``confirm_hits`` hits within
+``confirm_window_s`` of its birth and deleted otherwise; a confirmed track is deleted when no
+sensor has detected it for ``max_coast_s`` or when its position std exceeds ``max_position_std``.
+Life cycles count time, not scans, because sensors at different rates feed one tracker (radar at
+13.6 Hz, camera at 30 Hz): a step only counts as a miss for the tracks the stepping sensor covers
+(``covers``: its field of view and range), so an object beyond the camera's reach is not worn
+down by camera frames. Track ids count up from 1 and never come from a
 sensor. Class: the sum of each detection's class probability per class (a vote); existence: a
 running estimate from hits and misses, weighted by the detections' own existence probabilities.
 """
@@ -25,7 +29,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -47,8 +51,19 @@ class TrackerParams:
         low=1.0,
     )
     confirm_hits: int = param('hits that confirm a tentative track', default=3, low=1)
-    confirm_window: int = param('scans in which those hits must come', default=5, low=1)
-    max_misses: int = param('consecutive misses that delete a confirmed track', default=4, low=1)
+    confirm_window_s: float = param(
+        "time from a track's birth within which those hits must come (4 radar cycles)",
+        unit='s',
+        default=0.3,
+        low=0.0,
+    )
+    max_coast_s: float = param(
+        'a confirmed track that no sensor detected for longer than this is deleted (3 radar '
+        'cycles survive, 4 do not)',
+        unit='s',
+        default=0.25,
+        low=0.0,
+    )
     max_position_std: float = param(
         'a track less certain than this is deleted', unit='m', default=4.0, low=0.1
     )
@@ -81,6 +96,8 @@ class Detection:
     length: float = math.nan
     width: float = math.nan
     sensor_id: int = -1  # the sensor's own id, for diagnostics only (never the track's id)
+    source: int = 1  # the sensor kind (rt_fusion_msgs/Object SOURCE_*: 1 radar, 2 camera)
+    can_birth: bool = True  # may start a track when no track takes it
 
 
 @dataclasses.dataclass(slots=True)
@@ -100,6 +117,9 @@ class Track:
     length: float = math.nan
     width: float = math.nan
     born_ns: int = 0
+    last_hit_ns: int = 0
+    sources: int = 0  # sensor kinds that have detected it (bits of Detection.source)
+    scores: dict[int, float] = dataclasses.field(default_factory=dict)  # source -> last score
 
     @property
     def cls(self) -> int:
@@ -216,6 +236,8 @@ class Tracker:
     def _bookkeep(self, t: Track, d: Detection) -> None:
         t.hits += 1
         t.misses = 0
+        t.sources |= d.source
+        t.scores[d.source] = d.exist_prob
         t.votes[d.cls] = t.votes.get(d.cls, 0.0) + d.cls_prob
         t.existence = 0.7 * t.existence + 0.3 * (0.5 + 0.5 * d.exist_prob)
         if math.isfinite(d.length) and d.length > 0:
@@ -229,17 +251,33 @@ class Tracker:
         vstd = d.vel_std if has_v else self.p.initial_velocity_std
         cov = np.diag([d.pos_std**2, d.pos_std**2, vstd**2, vstd**2])
         t = Track(
-            self._next_id, x, cov, stamp_ns, born_ns=stamp_ns, length=d.length, width=d.width
+            self._next_id,
+            x,
+            cov,
+            stamp_ns,
+            born_ns=stamp_ns,
+            last_hit_ns=stamp_ns,
+            length=d.length,
+            width=d.width,
         )
         t.votes[d.cls] = d.cls_prob
+        t.sources = d.source
+        t.scores[d.source] = d.exist_prob
         t.existence = 0.5 * d.exist_prob
         self._next_id += 1
         self.births += 1
         return t
 
-    def step(self, stamp_ns: int, detections: Sequence[Detection], birth: bool = True) -> None:
+    def step(
+        self,
+        stamp_ns: int,
+        detections: Sequence[Detection],
+        birth: bool = True,
+        covers: Callable[[Track], bool] | None = None,
+    ) -> None:
         """One scan: predict, associate, update, confirm, delete, merge, birth (``birth``:
-        whether unassigned detections may start tracks; not while the ego speed is unknown)."""
+        whether unassigned detections may start tracks; not while the ego speed is unknown;
+        ``covers``: whether the sensor could have seen a track, None: all of them)."""
         self.predict(stamp_ns)
         pairs = self.associate(detections)
         taken_t = {i for i, _ in pairs}
@@ -251,17 +289,23 @@ class Tracker:
                 self._update(self.tracks[i], detections[j])
         p = self.p
         keep = []
+        window_ns = round(p.confirm_window_s * 1e9)
+        coast_ns = round(p.max_coast_s * 1e9)
         for i, t in enumerate(self.tracks):
-            t.scans += 1
-            if i not in taken_t:
+            if i in taken_t:
+                t.scans += 1
+                t.last_hit_ns = stamp_ns
+            elif covers is None or covers(t):
+                t.scans += 1
                 t.misses += 1
                 t.existence *= 0.8
-            if not t.confirmed and t.hits >= p.confirm_hits and t.scans <= p.confirm_window:
+            young = stamp_ns - t.born_ns <= window_ns
+            if not t.confirmed and t.hits >= p.confirm_hits and young:
                 t.confirmed = True
             pos_std = math.sqrt(max(t.P[0, 0], t.P[1, 1]))
             dead = (
-                (not t.confirmed and t.scans - t.hits > p.confirm_window - p.confirm_hits)
-                or (t.confirmed and t.misses >= p.max_misses)
+                (not t.confirmed and not young)
+                or (t.confirmed and stamp_ns - t.last_hit_ns > coast_ns)
                 or pos_std > p.max_position_std
             )
             if dead:
@@ -272,7 +316,7 @@ class Tracker:
         if not birth:
             return
         existing = list(self.tracks)
-        free = [d for j, d in enumerate(detections) if j not in taken_d]
+        free = [d for j, d in enumerate(detections) if j not in taken_d and d.can_birth]
         if not free:
             return
         # A free detection inside an existing track's gate is a second return of a tracked

@@ -5,9 +5,10 @@ JPEG; or ``/camera/out/image`` sensor_msgs/Image bgr8 with ``raw_images``),
 ``/camera/out/camera_info``, ``/radar/out/objects`` (rt_fusion_msgs/RadarObjects, ~13.6 Hz),
 ``/imu/out/imu`` (200 Hz), ``/microphone/out/audio`` (rt_fusion_msgs/AudioChunk, 1024 samples
 inline at 48 kHz), ``/scenario/imu/device_time`` (std_msgs/Header: the IMU's own clock for each
-sample, 40 ppm fast, for clock-mapping tests), and the truth: ``/scenario/truth/objects``
-(rt_fusion_msgs/ObjectArray in base_link at the camera times) and ``/scenario/truth/odometry``
-(nav_msgs/Odometry, 50 Hz).
+sample, 40 ppm fast, for clock-mapping tests), ``/vehicle/speed`` (std_msgs/Float64, 50 Hz:
+the wheel speed from the vehicle's CAN bus, 0.5 % scale error, 3 cm/s noise), and the truth:
+``/scenario/truth/objects`` (rt_fusion_msgs/ObjectArray in base_link at the camera times) and
+``/scenario/truth/odometry`` (nav_msgs/Odometry, 50 Hz).
 
 Stamps are the sensor times on a fixed host timeline starting at ``T0_NS``; each message is logged
 a fixed transport delay later. Every sensor draws from its own generator seeded by
@@ -33,7 +34,13 @@ from rt_fusion.core.scenario.world import World, build_world, ego_frame
 T0_NS = 1_700_000_000 * 10**9
 CAMERA_HZ = 30.0
 TRUTH_ODOM_HZ = 50.0
-DELAY_NS = {'camera': 12_000_000, 'radar': 4_000_000, 'imu': 1_000_000, 'audio': 2_000_000}
+DELAY_NS = {
+    'camera': 12_000_000,
+    'radar': 4_000_000,
+    'imu': 1_000_000,
+    'audio': 2_000_000,
+    'speed': 5_000_000,
+}
 OBJECT_CLASS = {'car': 1, 'truck': 2, 'pedestrian': 3, 'bicycle': 4, 'static': 6}
 
 Item = tuple[int, int, str, str, Any]  # log_ns, tie-break, topic, type, message
@@ -177,6 +184,25 @@ def _imu(ts: Any, world: World, seed: int, model: sm.ImuModel) -> Iterator[Item]
             frame_id='imu',
         )
         yield _ns(t) + DELAY_NS['imu'], 1, IMU_DEVICE_TOPIC, 'std_msgs/msg/Header', dev_msg
+
+
+SPEED_TOPIC = '/vehicle/speed'
+SPEED_HZ = 50.0
+SPEED_SCALE_ERROR = 0.005  # wheel-speed scale error (tyre radius): 0.5 % fast
+SPEED_NOISE_MPS = 0.03
+
+
+def _speed(ts: Any, world: World, seed: int) -> Iterator[Item]:
+    """The vehicle speed from its CAN bus (wheel odometry): std_msgs/Float64 at 50 Hz, with a
+    small scale error and noise, 5 ms after the measurement (the message has no stamp)."""
+    rng = np.random.default_rng([seed, 5])
+    for k in range(int(world.seconds * SPEED_HZ)):
+        t = k / SPEED_HZ
+        st = world.ego.at(t)
+        v = math.hypot(st['vx'], st['vy'])
+        v = v * (1.0 + SPEED_SCALE_ERROR) + rng.normal(0.0, SPEED_NOISE_MPS) if v > 0.0 else 0.0
+        msg = make(ts, 'std_msgs/msg/Float64', data=float(v))
+        yield _ns(t) + DELAY_NS['speed'], 0, SPEED_TOPIC, 'std_msgs/msg/Float64', msg
 
 
 def _audio(
@@ -347,6 +373,7 @@ def generate(
         _radar(ts, world, seed, sm.RadarModel()),
         _imu(ts, world, seed, sm.ImuModel()),
         _audio(ts, world, seed, sm.AudioModel(), clips_dir),
+        _speed(ts, world, seed),
         _truth(ts, world),
     ]
     try:

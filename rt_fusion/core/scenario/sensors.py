@@ -52,7 +52,7 @@ PROB_MATURE = (0.0, 0.0, 0.02, 0.03, 0.05, 0.05, 0.85)  # the recording: 83 % at
 PROB_FALSE_ALARM = (0.3, 0.3, 0.25, 0.1, 0.05, 0.0, 0.0)
 GRAVITY = 9.80665
 
-# Colours (BGR) of the classes; the camera draws boxes in these, shaded per face.
+# Colours (BGR) of the classes, for plots and previews.
 CLASS_BGR = {
     'car': (60, 60, 200),
     'truck': (40, 140, 230),
@@ -119,21 +119,103 @@ def box_corners(state: dict[str, float], size: tuple[float, float, float], ego: 
 
 
 _FACES = ((0, 1, 2, 3), (4, 5, 6, 7), (0, 1, 5, 4), (1, 2, 6, 5), (2, 3, 7, 6), (3, 0, 4, 7))
-_LIGHT = np.array([0.3, 0.5, 0.8]) / np.linalg.norm([0.3, 0.5, 0.8])
+
+# Body colours (BGR) per class: an object's colour is drawn from its class's palette by its id,
+# so it keeps it from frame to frame and the colour alone does not give the class away.
+PALETTES: dict[str, tuple[tuple[int, int, int], ...]] = {
+    'car': (
+        (235, 235, 235),
+        (30, 30, 30),
+        (170, 170, 175),
+        (110, 110, 115),
+        (40, 40, 180),
+        (150, 60, 30),
+        (50, 90, 40),
+        (140, 170, 190),
+        (30, 100, 200),
+        (90, 40, 40),
+    ),
+    'truck': ((230, 230, 230), (40, 40, 170), (140, 70, 30), (40, 170, 220), (100, 100, 100)),
+    'pedestrian': (
+        (40, 40, 40),
+        (160, 80, 30),
+        (60, 60, 160),
+        (200, 200, 200),
+        (60, 120, 60),
+        (30, 150, 220),
+        (120, 90, 70),
+    ),
+    'bicycle': ((60, 180, 60), (40, 40, 40), (40, 40, 200), (200, 120, 40), (170, 170, 170)),
+    'static': ((200, 200, 200), (30, 200, 230), (90, 90, 90)),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Look:
+    """Lighting and exposure of a rendered scene (the scenarios use the default; the detector's
+    training draws them at random, :func:`random_look`)."""
+
+    sky_bgr: tuple[float, float, float] = (235.0, 200.0, 150.0)
+    ground_bgr: tuple[float, float, float] = (95.0, 100.0, 100.0)
+    road_bgr: tuple[float, float, float] = (80.0, 82.0, 84.0)
+    sun: tuple[float, float, float] = (0.3, 0.5, 0.8)  # light direction (x fwd, y left, z up)
+    ambient: float = 0.45  # share of a face's brightness that does not depend on the sun
+    gain: float = 1.0  # exposure
+    noise: float = 3.0  # sensor noise std [grey levels]
+    palette_seed: int = 0  # shifts every object's colour choice
+
+
+def random_look(rng: np.random.Generator) -> Look:
+    """Day, dusk or overcast: sky, ground, sun, exposure and noise at random."""
+    kind = rng.choice(['day', 'dusk', 'overcast'], p=[0.5, 0.25, 0.25])
+    if kind == 'day':
+        sky, gain, ambient = (235.0, 200.0, 150.0), rng.uniform(0.85, 1.15), 0.45
+    elif kind == 'dusk':
+        sky, gain, ambient = (150.0, 140.0, 200.0), rng.uniform(0.5, 0.8), 0.55
+    else:
+        sky, gain, ambient = (200.0, 200.0, 195.0), rng.uniform(0.75, 1.0), 0.7
+    jitter = rng.uniform(0.85, 1.15, 3)
+    return Look(
+        sky_bgr=tuple(float(c) for c in np.array(sky) * jitter),  # type: ignore[arg-type]
+        ground_bgr=tuple(  # type: ignore[arg-type]
+            float(c)
+            for c in np.array([(60, 110, 80), (80, 100, 110), (110, 120, 120), (70, 130, 150)])[
+                rng.integers(0, 4)
+            ]
+            * rng.uniform(0.7, 1.2)
+        ),
+        road_bgr=tuple(float(c) for c in np.full(3, rng.uniform(55, 115)) + rng.uniform(-5, 5, 3)),  # type: ignore[arg-type]
+        sun=(float(rng.uniform(-1, 1)), float(rng.uniform(-1, 1)), float(rng.uniform(0.3, 1.0))),
+        ambient=ambient,
+        gain=float(gain),
+        noise=float(rng.uniform(1.0, 6.0)),
+        palette_seed=int(rng.integers(0, 1000)),
+    )
+
+
+def actor_bgr(cls: str, actor_id: int, look: Look) -> npt.NDArray[np.float32]:
+    """The body colour of an actor (its class's palette, chosen by its id)."""
+    palette = PALETTES[cls]
+    return np.array(palette[(actor_id * 7 + look.palette_seed) % len(palette)], np.float32)
 
 
 def render(
-    cam: CameraModel, world: World, t: float, rng: np.random.Generator
+    cam: CameraModel,
+    world: World,
+    t: float,
+    rng: np.random.Generator,
+    look: Look | None = None,
 ) -> npt.NDArray[np.uint8]:
     """One BGR frame: sky, road with lane markings, actors as shaded boxes, noise, exposure."""
+    look = look or Look()
     h, w = cam.height, cam.width
     ego = world.ego.at(t)
     img = np.empty((h, w, 3), np.float32)
     horizon = int(cam.cy)
-    sky = np.linspace(1.0, 0.6, horizon)[:, None, None] * np.array([235, 200, 150], np.float32)
+    sky = np.linspace(1.0, 0.6, horizon)[:, None, None] * np.array(look.sky_bgr, np.float32)
     img[:horizon] = sky
     ground = np.linspace(0.55, 1.0, h - horizon)[:, None, None] * np.array(
-        [95, 100, 100], np.float32
+        look.ground_bgr, np.float32
     )
     img[horizon:] = ground
     # Road surface between the edges, lane markings (dashed between lanes, solid at the edges).
@@ -143,15 +225,16 @@ def render(
 
     def ground_pts(d: float, s: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
         x, y, _ = road.to_world(s, np.full_like(s, d))
-        pts = np.array([ego_frame(ego, float(a), float(b)) for a, b in zip(x, y, strict=True)])
-        return np.column_stack([pts, np.zeros(len(pts))])
+        c, sn = math.cos(ego['yaw']), math.sin(ego['yaw'])
+        dx, dy = x - ego['x'], y - ego['y']
+        return np.column_stack([c * dx + sn * dy, -sn * dx + c * dy, np.zeros(len(s))])
 
     edge_r, edge_l = ground_pts(right, s_ahead), ground_pts(left, s_ahead)
     poly = np.concatenate([edge_r, edge_l[::-1]])
     uv, depth = cam.project(poly)
     keep = depth > 0.5
     if keep.sum() >= 3:
-        cv2.fillPoly(img, [np.round(uv[keep]).astype(np.int32)], (80, 82, 84))
+        cv2.fillPoly(img, [np.round(uv[keep]).astype(np.int32)], look.road_bgr)
     for k in range(road.lanes + 2):  # lane boundaries from the right edge to the left edge
         d = right + k * road.lane_width
         pts = ground_pts(d, s_ahead)
@@ -165,6 +248,7 @@ def render(
             p0, p1 = np.round(uv[i]).astype(int), np.round(uv[i + 1]).astype(int)
             cv2.line(img, (int(p0[0]), int(p0[1])), (int(p1[0]), int(p1[1])), (230, 230, 230), 2)
     # Actors, far to near (painter's algorithm), faces far to near within a box.
+    light = np.array(look.sun) / np.linalg.norm(look.sun)
     boxes = []
     for a in world.actors:
         st = a.at(t)
@@ -184,9 +268,9 @@ def render(
             if normal @ to_cam <= 0:
                 continue  # facing away
             faces.append((float(np.linalg.norm(to_cam)), f, normal))
-        base = np.array(CLASS_BGR[a.cls], np.float32)
+        base = actor_bgr(a.cls, a.id, look)
         for _d, f, normal in sorted(faces, key=lambda x: -x[0]):
-            shade = 0.45 + 0.55 * max(0.0, float(normal @ _LIGHT))
+            shade = look.ambient + (1.0 - look.ambient) * max(0.0, float(normal @ light))
             poly = np.round(uv[list(f)]).astype(np.int32)
             cv2.fillConvexPoly(img, poly, tuple(float(c) for c in base * shade))
             cv2.polylines(img, [poly], True, tuple(float(c) for c in base * 0.3), 1)
@@ -196,9 +280,9 @@ def render(
             uvb, _ = cam.project(band)
             hull = cv2.convexHull(np.round(uvb).astype(np.int32))
             cv2.fillConvexPoly(img, hull, (70, 50, 40))
-    exposure = 1.0 + 0.08 * math.sin(0.7 * t)
+    exposure = look.gain * (1.0 + 0.08 * math.sin(0.7 * t))
     img *= exposure
-    img += rng.normal(0.0, 3.0, img.shape).astype(np.float32)
+    img += rng.normal(0.0, look.noise, img.shape).astype(np.float32)
     return np.clip(img, 0, 255).astype(np.uint8)
 
 

@@ -62,7 +62,7 @@ def _scans(tr: Tracker, hits: list[bool], x: float = 20.0) -> None:
 
 
 def test_three_hits_in_five_scans_confirm_a_track() -> None:
-    tr = Tracker(TrackerParams(confirm_hits=3, confirm_window=5))
+    tr = Tracker(TrackerParams(confirm_hits=3, confirm_window_s=0.4))
     _scans(tr, [True, True])
     assert tr.tracks and not tr.confirmed()  # tentative: not published
     _scans(tr, [True])
@@ -70,13 +70,13 @@ def test_three_hits_in_five_scans_confirm_a_track() -> None:
 
 
 def test_a_one_scan_false_alarm_never_becomes_a_track() -> None:
-    tr = Tracker(TrackerParams(confirm_hits=3, confirm_window=5))
+    tr = Tracker(TrackerParams(confirm_hits=3, confirm_window_s=0.25))
     _scans(tr, [True, False, False, False])
     assert tr.tracks == [] and tr.births == tr.deaths == 1
 
 
 def test_a_confirmed_track_coasts_through_misses_then_is_deleted() -> None:
-    tr = Tracker(TrackerParams(max_misses=4))
+    tr = Tracker(TrackerParams(max_coast_s=0.35))
     _scans(tr, [True, True, True])
     (t,) = tr.confirmed()
     p0 = t.P[0, 0]
@@ -145,3 +145,29 @@ def test_two_confirmed_tracks_on_one_object_merge_into_the_older() -> None:
     tr.tracks[1].x[:2] = (20.0, 1.0)  # drifted onto the first
     tr.step(3 * S // 10, [Detection(20.0, 0.0, 0.0, 0.0)])
     assert [t.id for t in tr.confirmed()] == [1]
+
+
+def test_a_sensor_that_cannot_see_a_track_does_not_wear_it_down() -> None:
+    tr = Tracker(TrackerParams(max_coast_s=0.25))
+    for k in range(3):  # radar at 0.1 s: confirmed
+        tr.step(k * S // 10, [Detection(60.0, 0.0, 0.0, 0.0)])
+    (t,) = tr.confirmed()
+    # Camera frames at 30 Hz that do not cover the track (beyond its range): no misses.
+    for k in range(1, 6):
+        tr.step(S // 5 + k * S // 30, [], covers=lambda _t: False)
+    assert t.misses == 0 and tr.confirmed() == [t]
+    # Covered frames count misses; the time without any detection deletes it.
+    tr.step(S // 5 + 7 * S // 30, [], covers=lambda _t: True)
+    assert t.misses == 1 and tr.confirmed() == [t]
+    tr.step(S // 2, [], covers=lambda _t: True)  # 0.3 s since the last hit
+    assert tr.confirmed() == []
+
+
+def test_a_detection_that_may_not_start_a_track_only_updates_one() -> None:
+    tr = Tracker()
+    tr.step(0, [Detection(10.0, 0.0, pos_std=0.5, can_birth=False)])
+    assert tr.tracks == []
+    tr.step(0, [Detection(10.0, 0.0, 0.0, 0.0, pos_std=0.5)])  # a radar one starts it
+    tr.step(S // 30, [Detection(10.1, 0.0, pos_std=0.5, can_birth=False, source=2)])
+    (t,) = tr.tracks
+    assert t.hits == 2 and t.sources == 3 and t.scores == {1: 1.0, 2: 1.0}

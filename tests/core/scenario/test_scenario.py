@@ -149,7 +149,7 @@ def test_projected_truth_lands_on_the_rendered_objects(cut_in: tuple[Path, dict]
         if not (0 <= u < cam.width and 0 <= v < cam.height):
             continue
         pixel = img[int(v), int(u)].astype(np.float64)
-        colour = np.array(sm.CLASS_BGR[o['class']], np.float64)
+        colour = sm.actor_bgr(o['class'], o['id'], sm.Look()).astype(np.float64)
         cos = pixel @ colour / (np.linalg.norm(pixel) * np.linalg.norm(colour))
         assert cos > 0.95, (gt['t'], o['id'], pixel, colour)
         checked += 1
@@ -335,3 +335,25 @@ def test_roadside_posts_line_both_edges_and_are_in_the_truth() -> None:
     assert all(abs(float(a.vx.max())) < 1e-9 for a in posts)
     off = build_world({**_scenario('cut_in'), 'roadside': {'spacing': 0}}, 4.0)
     assert not [a for a in off.actors if a.cls == 'static']
+
+
+def test_random_scenes_for_the_detector_label_what_the_camera_sees() -> None:
+    from rt_fusion.core.scenario import detector_data as dd  # noqa: PLC0415
+
+    cam = sm.CameraModel()
+    frames = dd.scene_frames((dd.HELDOUT_SEED_BASE, 7), 3, cam)
+    again = dd.scene_frames((dd.HELDOUT_SEED_BASE, 7), 3, cam)
+    assert frames and all(np.array_equal(a[0], b[0]) for a, b in zip(frames, again, strict=True))
+    labels = [lab for _, labs in frames for lab in labs]
+    assert labels
+    for lab in labels:
+        u0, v0, u1, v1 = lab.box
+        assert 0 <= u0 < u1 < cam.width and 0 <= v0 < v1 < cam.height
+        assert u0 <= lab.keypoint[0] <= u1 and v0 <= lab.keypoint[1] <= v1
+        assert lab.depth == pytest.approx(lab.x - sm.CAMERA_POS[0])
+        assert 0 < lab.depth <= dd.MAX_LABEL_RANGE_M
+        # The keypoint is the centre's projection (u does not depend on the height) where the
+        # centre is inside the image.
+        u = cam.project(np.array([[lab.x, lab.y, 0.0]]))[0][0, 0]
+        if u0 < u < u1:
+            assert lab.keypoint[0] == pytest.approx(u, abs=1e-6)

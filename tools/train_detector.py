@@ -1,0 +1,516 @@
+#!/usr/bin/env python3
+"""Train the default camera detector (CenterNet-style) on random rendered scenes, export it.
+
+    python tools/train_detector.py --out /tmp/det --frames 24000 --epochs 12     # on the H200
+    python tools/train_detector.py --export /tmp/det/weights.pt --models models  # ONNX + TS + spec
+    python tools/train_detector.py --heldout models/rtf_centernet.yaml --scenes 150
+
+Data: ``rt_fusion.core.scenario.detector_data`` draws random scenes (seeds ``[1_000_000 + k]``,
+held-out ``[2_000_000 + k]``: disjoint from every evaluation seed), renders them with the
+scenario camera (640x360, resized to the 640x384 network input as the runtime does) in worker
+processes and turns each visible object into a heatmap peak (class), a log left/top/right/bottom
+box around the keypoint, a sub-pixel offset, a log depth and a (sin, cos) heading at stride 4.
+Losses: CenterNet's penalty-reduced focal loss on the heatmaps, L1 on the rest. Reproducible from
+``--seed`` (the data is a pure function of the scene seeds; cuDNN picks its own kernels, so the
+last digits of the weights vary between GPUs).
+
+Outputs (``--out``): ``weights.pt`` (state dict + config), ``loss.png``, ``train.json``. The
+export writes ``<name>.onnx`` (opset 13, IR 7), ``<name>.ts`` (TorchScript) and ``<name>.yaml``
+(the model spec with the decoder section) into ``--models``. The held-out check decodes with the
+shipped decoder and reports precision, recall, class accuracy and the median depth error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import multiprocessing as mp
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from rt_fusion.core.scenario import detector_data as dd  # noqa: E402
+from rt_fusion.core.scenario import sensors as sm  # noqa: E402
+
+INPUT_HW = (384, 640)
+STRIDE = 4
+OUT_HW = (INPUT_HW[0] // STRIDE, INPUT_HW[1] // STRIDE)
+NC = len(dd.DETECTOR_CLASSES)
+CHANNELS = NC + 4 + 2 + 1 + 2
+MAX_OBJ = 64
+FRAMES_PER_SCENE = 4
+MEAN = (0.485, 0.456, 0.406)
+STD = (0.229, 0.224, 0.225)
+
+
+# --- data -------------------------------------------------------------------------------------
+
+
+def _targets(labels: list[dd.CameraLabel], sy: float) -> dict[str, np.ndarray]:
+    """Heatmap and per-object regression targets at stride 4 for one frame."""
+    oh, ow = OUT_HW
+    heat = np.zeros((NC, oh, ow), np.float32)
+    idx = np.zeros(MAX_OBJ, np.int64)
+    reg = np.zeros((MAX_OBJ, 9), np.float32)
+    mask = np.zeros(MAX_OBJ, np.float32)
+    ys, xs = np.mgrid[0:oh, 0:ow]
+    for k, lab in enumerate(sorted(labels, key=lambda lab: lab.depth)[:MAX_OBJ]):
+        u0, v0, u1, v1 = lab.box[0], lab.box[1] * sy, lab.box[2], lab.box[3] * sy
+        ku, kv = lab.keypoint[0], lab.keypoint[1] * sy
+        cx, cy = ku / STRIDE, kv / STRIDE
+        ix, iy = min(int(cx), ow - 1), min(int(cy), oh - 1)
+        sx = max(0.7, (u1 - u0) / STRIDE / 6.0)
+        syy = max(0.7, (v1 - v0) / STRIDE / 6.0)
+        g = np.exp(-((xs - ix) ** 2) / (2 * sx * sx) - ((ys - iy) ** 2) / (2 * syy * syy))
+        np.maximum(heat[lab.cls], g, out=heat[lab.cls])
+        idx[k] = iy * ow + ix
+        ltrb = np.array([ku - u0, kv - v0, u1 - ku, v1 - kv]) / STRIDE
+        reg[k, :4] = np.log(np.maximum(ltrb, 0.25))
+        reg[k, 4:6] = (cx - ix, cy - iy)
+        reg[k, 6] = math.log(max(lab.depth, 0.5))
+        reg[k, 7:9] = (math.sin(lab.heading), math.cos(lab.heading))
+        mask[k] = 1.0
+    return {'heat': heat.astype(np.float16), 'idx': idx, 'reg': reg, 'mask': mask}
+
+
+def _scene(seed: tuple[int, int]) -> list[tuple[np.ndarray, dict[str, np.ndarray]]]:
+    import cv2  # noqa: PLC0415
+
+    cam = sm.CameraModel()
+    sy = INPUT_HW[0] / cam.height
+    out = []
+    for frame, labels in dd.scene_frames(seed, FRAMES_PER_SCENE, cam):
+        img = cv2.resize(frame, (INPUT_HW[1], INPUT_HW[0]), interpolation=cv2.INTER_LINEAR)
+        out.append((img, _targets(labels, sy)))
+    return out
+
+
+def make_data(base: int, scenes: int, workers: int) -> dict[str, np.ndarray]:
+    """Renders ``scenes`` random scenes in worker processes into stacked arrays."""
+    seeds = [(base, k) for k in range(scenes)]
+    imgs, heat, idx, reg, mask = [], [], [], [], []
+    t0 = time.monotonic()
+    with mp.get_context('fork').Pool(workers) as pool:
+        for k, frames in enumerate(pool.imap(_scene, seeds, chunksize=4)):
+            for img, t in frames:
+                imgs.append(img)
+                heat.append(t['heat'])
+                idx.append(t['idx'])
+                reg.append(t['reg'])
+                mask.append(t['mask'])
+            if k % max(1, scenes // 20) == 0:
+                rate = len(imgs) / max(time.monotonic() - t0, 1e-6)
+                print(
+                    f'  data: {k + 1}/{scenes} scenes, {len(imgs)} frames, {rate:.0f} fps',
+                    flush=True,
+                )
+    return {
+        'images': np.stack(imgs),
+        'heat': np.stack(heat),
+        'idx': np.stack(idx),
+        'reg': np.stack(reg),
+        'mask': np.stack(mask),
+    }
+
+
+# --- model ------------------------------------------------------------------------------------
+
+
+def build_model() -> Any:
+    """A small encoder-decoder (stride 32 -> 4) with one 3x3 + 1x1 head: ~0.7 M parameters."""
+    import torch  # noqa: PLC0415
+    from torch import nn  # noqa: PLC0415
+
+    def conv(cin: int, cout: int, stride: int = 1) -> nn.Module:
+        return nn.Sequential(
+            nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(True)
+        )
+
+    class Net(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.s2 = nn.Sequential(conv(3, 24, 2), conv(24, 24))
+            self.s4 = nn.Sequential(conv(24, 32, 2), conv(32, 32))
+            self.s8 = nn.Sequential(conv(32, 64, 2), conv(64, 64))
+            self.s16 = nn.Sequential(conv(64, 96, 2), conv(96, 96))
+            self.s32 = nn.Sequential(conv(96, 128, 2), conv(128, 128))
+            self.u16 = conv(128 + 96, 96)
+            self.u8 = conv(96 + 64, 64)
+            self.u4 = conv(64 + 32, 48)
+            self.head = nn.Sequential(conv(48, 48), nn.Conv2d(48, CHANNELS, 1))
+            last: Any = self.head[-1]
+            with torch.no_grad():
+                last.bias.zero_()
+                last.bias[:NC] = -2.19  # CenterNet's prior: sigmoid = 0.1
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            up = nn.functional.interpolate
+            x4 = self.s4(self.s2(x))
+            x8 = self.s8(x4)
+            x16 = self.s16(x8)
+            x32 = self.s32(x16)
+            y = self.u16(torch.cat([up(x32, scale_factor=2.0, mode='nearest'), x16], 1))
+            y = self.u8(torch.cat([up(y, scale_factor=2.0, mode='nearest'), x8], 1))
+            y = self.u4(torch.cat([up(y, scale_factor=2.0, mode='nearest'), x4], 1))
+            out: torch.Tensor = self.head(y)
+            return out
+
+    return Net()
+
+
+def _loss(out: Any, heat: Any, idx: Any, reg: Any, mask: Any) -> tuple[Any, dict[str, float]]:
+    import torch  # noqa: PLC0415
+
+    out = out.float()
+    pred = torch.sigmoid(out[:, :NC]).clamp(1e-4, 1 - 1e-4)
+    pos = heat.eq(1.0).float()
+    neg = 1.0 - pos
+    pos_l = torch.log(pred) * (1 - pred) ** 2 * pos
+    neg_l = torch.log(1 - pred) * pred**2 * (1 - heat) ** 4 * neg
+    n = pos.sum().clamp(min=1.0)
+    focal = -(pos_l.sum() + neg_l.sum()) / n
+    b, c = out.shape[:2]
+    flat = out[:, NC:].reshape(b, c - NC, -1)
+    got = flat.gather(2, idx[:, None, :].expand(-1, c - NC, -1)).permute(0, 2, 1)  # (B, K, 9)
+    m = mask[..., None]
+    denom = mask.sum().clamp(min=1.0)
+    l1 = (got - reg).abs() * m
+    box = l1[..., :4].sum() / denom / 4
+    off = l1[..., 4:6].sum() / denom / 2
+    depth = l1[..., 6].sum() / denom
+    head = l1[..., 7:9].sum() / denom / 2
+    total = focal + box + off + 2.0 * depth + 0.5 * head
+    return total, {
+        'focal': float(focal.detach()),
+        'box': float(box.detach()),
+        'off': float(off),
+        'depth': float(depth),
+        'heading': float(head),
+    }
+
+
+def train(args: argparse.Namespace) -> None:
+    import torch  # noqa: PLC0415
+
+    torch.manual_seed(args.seed)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    scenes = args.frames // FRAMES_PER_SCENE
+    t0 = time.monotonic()
+    data = make_data(dd.TRAIN_SEED_BASE + args.seed * 0, scenes, args.workers)
+    gen_s = time.monotonic() - t0
+    n = len(data['images'])
+    print(f'data: {n} frames in {gen_s:.0f} s', flush=True)
+    dev = torch.device('cuda' if torch.cuda.is_available() else 'cpu')
+    images = torch.from_numpy(data['images']).to(dev)  # uint8 NHWC, BGR
+    heat = torch.from_numpy(data['heat']).to(dev)
+    idx = torch.from_numpy(data['idx']).to(dev)
+    reg = torch.from_numpy(data['reg']).to(dev)
+    mask = torch.from_numpy(data['mask']).to(dev)
+    mean = torch.tensor(MEAN, device=dev).view(1, 3, 1, 1)
+    std = torch.tensor(STD, device=dev).view(1, 3, 1, 1)
+    model = build_model().to(dev).to(memory_format=torch.channels_last)
+    params = sum(p.numel() for p in model.parameters())
+    steps_per_epoch = n // args.batch
+    total = steps_per_epoch * args.epochs
+    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=1e-4)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, args.lr, total_steps=total, pct_start=0.1)
+    gen = torch.Generator(device='cpu').manual_seed(args.seed)
+    history: list[dict[str, float]] = []
+    t1 = time.monotonic()
+    step = 0
+    ow = OUT_HW[1]
+    for epoch in range(args.epochs):
+        order = torch.randperm(n, generator=gen).to(dev)
+        for b in range(steps_per_epoch):
+            sel = order[b * args.batch : (b + 1) * args.batch]
+            x = images[sel].permute(0, 3, 1, 2).flip(1).float() / 255.0  # BGR -> RGB
+            x = x * (0.75 + 0.5 * torch.rand(len(sel), 1, 1, 1, device=dev))  # exposure
+            x = ((x.clamp(0, 1) - mean) / std).contiguous(memory_format=torch.channels_last)
+            h, i, r, m = heat[sel].float(), idx[sel], reg[sel].clone(), mask[sel]
+            flip = torch.rand(len(sel), device=dev) < 0.5
+            if flip.any():  # mirror: u -> W - u, left <-> right, heading -> -heading
+                x[flip] = x[flip].flip(3)
+                h[flip] = h[flip].flip(3)
+                iy, ix = i[flip] // ow, i[flip] % ow
+                fx = ix.float() + r[flip][..., 4]  # keypoint in cells
+                fx = OUT_HW[1] - fx
+                nix = fx.floor().clamp(0, ow - 1).long()
+                rf = r[flip]
+                rf[..., 4] = fx - nix.float()
+                rf[..., [0, 2]] = rf[..., [2, 0]]
+                rf[..., 7] = -rf[..., 7]
+                r[flip] = rf
+                i[flip] = iy * ow + nix
+            with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=dev.type == 'cuda'):
+                pred = model(x)
+            loss, parts = _loss(pred, h, i, r, m)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 10.0)
+            opt.step()
+            sched.step()
+            step += 1
+            if args.max_train_s and time.monotonic() - t1 > args.max_train_s:
+                print(f'  time budget of {args.max_train_s} s reached at step {step}', flush=True)
+                break
+            if step % 50 == 0 or step == total:
+                parts['loss'] = float(loss)
+                parts['step'] = step
+                history.append(parts)
+                el = time.monotonic() - t1
+                print(
+                    f'  epoch {epoch + 1}/{args.epochs} step {step}/{total} '
+                    f'loss {float(loss):.3f} '
+                    f'(focal {parts["focal"]:.3f} depth {parts["depth"]:.3f}) '
+                    f'{step / el:.1f} it/s, eta {(total - step) / max(step / el, 1e-6):.0f} s',
+                    flush=True,
+                )
+        else:
+            continue
+        break
+    train_s = time.monotonic() - t1
+    model = model.float().eval().to('cpu')
+    torch.save(
+        {'state_dict': model.state_dict(), 'params': params, 'history': history},
+        out / 'weights.pt',
+    )
+    summary = {
+        'frames': n,
+        'scenes': scenes,
+        'seed_base': dd.TRAIN_SEED_BASE,
+        'generate_s': round(gen_s, 1),
+        'train_s': round(train_s, 1),
+        'epochs': args.epochs,
+        'steps': step,
+        'batch': args.batch,
+        'lr': args.lr,
+        'parameters': params,
+        'device': torch.cuda.get_device_name() if dev.type == 'cuda' else 'cpu',
+        'final_loss': history[-1] if history else {},
+    }
+    (out / 'train.json').write_text(json.dumps(summary, indent=2))
+    _plot(history, out / 'loss.png')
+    print('RESULT ' + ' '.join(f'{k}={v}' for k, v in summary.items() if k != 'final_loss'))
+
+
+def _plot(history: list[dict[str, float]], path: Path) -> None:
+    import matplotlib  # noqa: PLC0415
+
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    steps = [h['step'] for h in history]
+    for key in ('loss', 'focal', 'box', 'depth', 'heading'):
+        ax.plot(steps, [h[key] for h in history], label=key)
+    ax.set_yscale('log')
+    ax.set_xlabel('step')
+    ax.set_ylabel('loss')
+    ax.set_title('rtf_centernet training')
+    ax.legend()
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+# --- export -----------------------------------------------------------------------------------
+
+
+def decoder_section(score_threshold: float = 0.35) -> dict[str, Any]:
+    """The decoder section of the model spec."""
+    return {
+        'type': 'centernet',
+        'classes': list(dd.DETECTOR_CLASSES),
+        'stride': STRIDE,
+        'box': 'ltrb_log',
+        'depth': 'log',
+        'heading': True,
+        'score_threshold': score_threshold,
+        'top_k': 64,
+    }
+
+
+def export(weights: Path, models: Path, name: str) -> Path:
+    """ONNX (opset 13, IR 7) + TorchScript + spec into ``models``."""
+    import onnx  # noqa: PLC0415
+    import torch  # noqa: PLC0415
+    import yaml  # noqa: PLC0415
+
+    from rt_fusion.inference.spec import sha256_file  # noqa: PLC0415
+
+    ckpt = torch.load(weights, map_location='cpu', weights_only=False)
+    model = build_model()
+    model.load_state_dict(ckpt['state_dict'])
+    model.eval()
+    x = torch.zeros(1, 3, *INPUT_HW)
+    models.mkdir(parents=True, exist_ok=True)
+    onnx_path, ts_path = models / f'{name}.onnx', models / f'{name}.ts'
+    with torch.no_grad():
+        torch.onnx.export(
+            model,
+            (x,),
+            str(onnx_path),
+            input_names=['images'],
+            output_names=['heads'],
+            opset_version=13,
+            dynamo=False,
+        )
+        traced = torch.jit.trace(model, x)
+        traced.save(str(ts_path))
+    proto = onnx.load(str(onnx_path))
+    proto.ir_version = 7
+    onnx.checker.check_model(proto)
+    onnx.save(proto, str(onnx_path))
+    spec = {
+        'name': name,
+        'provenance': (
+            f'tools/train_detector.py: CenterNet-style, {ckpt["params"]} parameters, trained on '
+            'random rendered scenes (seeds [1000000, k]); see models/' + name + '.md'
+        ),
+        'precision': 'fp32',
+        'artifacts': {
+            'onnx': {'file': onnx_path.name, 'sha256': sha256_file(onnx_path)},
+            'torchscript': {'file': ts_path.name, 'sha256': sha256_file(ts_path)},
+        },
+        'inputs': [
+            {'name': 'images', 'shape': [1, 3, *INPUT_HW], 'dtype': 'float32', 'layout': 'NCHW'}
+        ],
+        'outputs': [
+            {
+                'name': 'heads',
+                'shape': [1, CHANNELS, *OUT_HW],
+                'dtype': 'float32',
+                'layout': 'NCHW',
+            }
+        ],
+        'preprocessing': {
+            'resize': list(INPUT_HW),
+            'channel_order': 'rgb',
+            'scale': 1.0 / 255.0,
+            'mean': list(MEAN),
+            'std': list(STD),
+        },
+        'decoder': decoder_section(),
+    }
+    spec_path = models / f'{name}.yaml'
+    spec_path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    print(
+        f'exported {onnx_path} ({onnx_path.stat().st_size / 1e6:.1f} MB), {ts_path}, {spec_path}'
+    )
+    return spec_path
+
+
+# --- held-out check ---------------------------------------------------------------------------
+
+
+def heldout(spec_path: Path, scenes: int, workers: int, gate_m: float = 2.0) -> dict[str, float]:
+    """Precision, recall, class accuracy and median depth error on held-out scenes (ONNX Runtime,
+    the shipped decoder and camera geometry), objects up to 80 m."""
+    import cv2  # noqa: PLC0415
+    import onnxruntime as ort  # noqa: PLC0415
+
+    from rt_fusion.core.perception.decoders import (  # noqa: PLC0415
+        CameraGeometry,
+        camera_to_vehicle,
+        decode,
+    )
+    from rt_fusion.inference.spec import load_spec  # noqa: PLC0415
+
+    spec = load_spec(spec_path)
+    assert spec.decoder is not None
+    sess = ort.InferenceSession(str(spec.artifact('onnx')), providers=['CPUExecutionProvider'])
+    cam = sm.CameraModel()
+    sy = INPUT_HW[0] / cam.height
+    geo = CameraGeometry(
+        cam.fx, cam.fy * sy, cam.cx, cam.cy * sy, sm.CAMERA_POS[0], sm.CAMERA_POS[2]
+    )
+    mean, std = np.array(MEAN, np.float32), np.array(STD, np.float32)
+    tp = fp = fn = cls_ok = 0
+    depth_err: list[float] = []
+    with mp.get_context('fork').Pool(workers) as pool:
+        all_frames = pool.map(
+            _heldout_scene, [(dd.HELDOUT_SEED_BASE, k) for k in range(scenes)], chunksize=2
+        )
+    for frames in all_frames:
+        for img, labels in frames:
+            x = cv2.resize(img, (INPUT_HW[1], INPUT_HW[0]))[..., ::-1].astype(np.float32) / 255
+            x = ((x - mean) / std).transpose(2, 0, 1)[None]
+            dets = decode(sess.run(None, {'images': x}), spec.decoder, INPUT_HW)
+            pos = []
+            for d in dets:
+                p = camera_to_vehicle(d, geo)
+                if p is not None:
+                    pos.append((p[0], p[1], d))
+            truth = [lab for lab in labels if lab.depth <= 80.0]
+            used: set[int] = set()
+            for lab in truth:
+                best, bd = -1, gate_m
+                for j, (x_, y_, _d) in enumerate(pos):
+                    dist = math.hypot(x_ - lab.x, y_ - lab.y)
+                    if j not in used and dist <= bd:
+                        best, bd = j, dist
+                if best < 0:
+                    fn += 1
+                    continue
+                used.add(best)
+                tp += 1
+                det = pos[best][2]
+                cls_ok += int(det.cls == lab.cls)
+                depth_err.append(abs(det.depth - lab.depth) / lab.depth)
+            fp += sum(1 for j, (x_, _y, _d) in enumerate(pos) if j not in used and x_ <= 85.0)
+    res = {
+        'frames': sum(len(f) for f in all_frames),
+        'precision': tp / max(tp + fp, 1),
+        'recall': tp / max(tp + fn, 1),
+        'class_accuracy': cls_ok / max(tp, 1),
+        'median_depth_error': float(np.median(depth_err)) if depth_err else math.nan,
+    }
+    print(
+        'RESULT '
+        + ' '.join(f'{k}={v:.3f}' if isinstance(v, float) else f'{k}={v}' for k, v in res.items())
+    )
+    return res
+
+
+def _heldout_scene(seed: tuple[int, int]) -> list[tuple[np.ndarray, list[dd.CameraLabel]]]:
+    return dd.scene_frames(seed, 2, sm.CameraModel())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser.add_argument('--out', default='/tmp/rtf_detector', help='training output folder')
+    parser.add_argument('--frames', type=int, default=24000)
+    parser.add_argument('--epochs', type=int, default=12)
+    parser.add_argument('--batch', type=int, default=64)
+    parser.add_argument('--lr', type=float, default=2e-3)
+    parser.add_argument('--seed', type=int, default=0)
+    parser.add_argument('--max-train-s', type=float, default=0.0, help='stop training after')
+    parser.add_argument('--workers', type=int, default=mp.cpu_count())
+    parser.add_argument('--export', type=Path, help='weights.pt to export instead of training')
+    parser.add_argument('--models', type=Path, default=ROOT / 'models')
+    parser.add_argument('--name', default='rtf_centernet')
+    parser.add_argument('--heldout', type=Path, help='a model spec to check on held-out scenes')
+    parser.add_argument('--scenes', type=int, default=150, help='held-out scenes (2 frames each)')
+    args = parser.parse_args(argv)
+    if args.export:
+        export(args.export, args.models, args.name)
+        return 0
+    if args.heldout:
+        heldout(args.heldout, args.scenes, args.workers)
+        return 0
+    train(args)
+    return 0
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())
