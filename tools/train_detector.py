@@ -4,6 +4,8 @@
     python tools/train_detector.py --out /tmp/det --frames 24000 --epochs 12     # on the H200
     python tools/train_detector.py --export /tmp/det/weights.pt --models models  # ONNX + TS + spec
     python tools/train_detector.py --heldout models/rtf_centernet.yaml --scenes 150
+    python tools/train_detector.py --heldout models/rtf_centernet.yaml --picture docs/detector.png \
+        --video ../shared/data/camera/solidWhiteRight.mp4
 
 Data: ``rt_fusion.core.scenario.detector_data`` draws random scenes (seeds ``[1_000_000 + k]``,
 held-out ``[2_000_000 + k]``: disjoint from every evaluation seed), renders them with the
@@ -482,6 +484,42 @@ def heldout(spec_path: Path, scenes: int, workers: int, gate_m: float = 2.0) -> 
     return res
 
 
+def picture(spec_path: Path, video: Path | None, out: Path) -> None:
+    """Detections drawn on a held-out rendered frame and, when given, a frame of a real video."""
+    import cv2  # noqa: PLC0415
+
+    from rt_fusion.core.perception.decoders import decode  # noqa: PLC0415
+    from rt_fusion.inference.runner import FrameRunner  # noqa: PLC0415
+
+    runner = FrameRunner(spec_path, 'onnxruntime', 'cpu', threads=2)
+    assert runner.spec.decoder is not None
+    scenes = [dd.scene_frames((dd.HELDOUT_SEED_BASE, k), 1, sm.CameraModel()) for k in range(40)]
+    busiest = max((f for f in scenes if f), key=lambda f: len(f[0][1]))  # the most labels
+    frames = [busiest[0][0]]
+    if video is not None:
+        cap = cv2.VideoCapture(str(video))
+        cap.set(cv2.CAP_PROP_POS_FRAMES, 100)
+        ok, frame = cap.read()
+        if ok:
+            frames.append(cv2.resize(frame, (640, 360)))
+    tiles = []
+    for img in frames:
+        dets = decode(runner.run(img, 'bgr8', lambda: True), runner.spec.decoder, runner.input_hw)
+        sx, sy = img.shape[1] / runner.input_hw[1], img.shape[0] / runner.input_hw[0]
+        tile = img.copy()
+        for d in dets:
+            u0, v0, u1, v1 = d.box
+            p0, p1 = (int(u0 * sx), int(v0 * sy)), (int(u1 * sx), int(v1 * sy))
+            cv2.rectangle(tile, p0, p1, (0, 255, 0), 1)
+            label = f'{dd.DETECTOR_CLASSES[d.cls]} {d.score:.2f} {d.depth:.0f}m'
+            cv2.putText(tile, label, (p0[0], p0[1] - 2), 0, 0.32, (255, 255, 255), 1)
+        tiles.append(tile)
+    runner.release()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    cv2.imwrite(str(out), np.vstack(tiles))
+    print(f'wrote {out}')
+
+
 def _heldout_scene(seed: tuple[int, int]) -> list[tuple[np.ndarray, list[dd.CameraLabel]]]:
     return dd.scene_frames(seed, 2, sm.CameraModel())
 
@@ -501,9 +539,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--name', default='rtf_centernet')
     parser.add_argument('--heldout', type=Path, help='a model spec to check on held-out scenes')
     parser.add_argument('--scenes', type=int, default=150, help='held-out scenes (2 frames each)')
+    parser.add_argument('--picture', type=Path, help='PNG of detections (with --heldout SPEC)')
+    parser.add_argument('--video', type=Path, help='--picture: also a frame of this video')
     args = parser.parse_args(argv)
     if args.export:
         export(args.export, args.models, args.name)
+        return 0
+    if args.heldout and args.picture:
+        picture(args.heldout, args.video, args.picture)
         return 0
     if args.heldout:
         heldout(args.heldout, args.scenes, args.workers)
