@@ -47,6 +47,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / 'config' / 'replay.yaml'
 CONFIG_SECTIONS = set(params_file.load(CONFIG))
 START_TOPIC = '/demo/start'
+CPU_INFER_PERIOD_S = 0.1
 VIDEO = 'camera/solidWhiteRight.mp4'
 CANDUMP = 'radar_ars408/candump-2026-06-24_154259.log'
 IMU_BAG = 'imu_radar_rio/ti_mmwave_rospkg_demo_ros2'
@@ -252,6 +253,8 @@ def start_fusion_and_planner(
         f'backend:={args.backend}',
         '-p',
         f'device:={args.device}',
+        '-p',
+        f'infer_period_s:={infer_period(args)}',
         *fusion_params,
     )
     rt = ['-p', 'rt.rt_priority:=50'] if os.geteuid() == 0 else []
@@ -292,6 +295,15 @@ def follow(
     return graph.failed()
 
 
+def infer_period(args: argparse.Namespace) -> float:
+    """How often the fusion node runs the detector: every frame on a GPU; on the CPU at most
+    every ``CPU_INFER_PERIOD_S`` (rtf_centernet takes ~30 ms per frame on one core of a 2-core
+    machine, longer than the camera's 33 ms: the other frames are fused without detections)."""
+    if args.infer_period_s is not None:
+        return float(args.infer_period_s)
+    return CPU_INFER_PERIOD_S if args.device == 'cpu' and args.backend != 'none' else 0.0
+
+
 def scenario_params(args: argparse.Namespace, conventional: bool, path: Path) -> Path:
     """The fusion and planner sections of config/replay.yaml for one run, written to ``path``.
 
@@ -303,6 +315,7 @@ def scenario_params(args: argparse.Namespace, conventional: bool, path: Path) ->
     sections = params_file.load(CONFIG)
     fusion = dict(sections['fusion_rclpy' if conventional else 'fusion'])
     fusion.update(backend=args.backend, device=args.device)
+    fusion['infer_period_s'] = infer_period(args)
     planner = dict(sections['planner'])
     if os.geteuid() == 0:
         planner['rt'] = {**planner.get('rt', {}), 'rt_priority': 50}
@@ -651,6 +664,13 @@ def main(argv: list[str] | None = None) -> int:
         help='inference backend of the fusion node',
     )
     parser.add_argument('--device', default='cpu', help='cpu, cuda or cuda:N (torch, tensorrt)')
+    parser.add_argument(
+        '--infer-period-s',
+        type=float,
+        default=None,
+        help=f'run the detector at most this often (default: every frame on a GPU, '
+        f'{CPU_INFER_PERIOD_S} s on the CPU)',
+    )
     parser.add_argument('--settle', type=float, default=3.0, help='seconds after the last frame')
     parser.add_argument(
         '--warmup-frames',

@@ -4,8 +4,8 @@
     python tools/train_detector.py --out /tmp/det --frames 24000 --epochs 12     # on the H200
     python tools/train_detector.py --export /tmp/det/weights.pt --models models  # ONNX + TS + spec
     python tools/train_detector.py --heldout models/rtf_centernet.yaml --scenes 150
-    python tools/train_detector.py --heldout models/rtf_centernet.yaml --picture docs/detector.png \
-        --video ../shared/data/camera/solidWhiteRight.mp4
+    python tools/train_detector.py --heldout models/rtf_centernet.yaml \
+        --picture docs/detector.png --video ../shared/data/camera/solidWhiteRight.mp4
 
 Data: ``rt_fusion.core.scenario.detector_data`` draws random scenes (seeds ``[1_000_000 + k]``,
 held-out ``[2_000_000 + k]``: disjoint from every evaluation seed), renders them with the
@@ -495,7 +495,7 @@ def picture(spec_path: Path, video: Path | None, out: Path) -> None:
     assert runner.spec.decoder is not None
     scenes = [dd.scene_frames((dd.HELDOUT_SEED_BASE, k), 1, sm.CameraModel()) for k in range(40)]
     busiest = max((f for f in scenes if f), key=lambda f: len(f[0][1]))  # the most labels
-    frames = [busiest[0][0]]
+    frames: list[Any] = [busiest[0][0]]
     if video is not None:
         cap = cv2.VideoCapture(str(video))
         cap.set(cv2.CAP_PROP_POS_FRAMES, 100)

@@ -69,6 +69,14 @@ class FusionNodeParams:
     )
     device: str = param('cpu, cuda or cuda:N', default='cpu')
     threads: int = param('CPU threads of the backend (0: its default)', default=0, low=0)
+    infer_period_s: float = param(
+        'run the network at most this often, by frame stamps (0: every frame); the frames '
+        'between are fused without camera detections (a detector slower than the camera then '
+        'degrades the camera rate instead of the latency)',
+        unit='s',
+        default=0.0,
+        low=0.0,
+    )
     camera_transport: str = param(
         'shm: descriptors + the ring (zero copy); ros: full sensor_msgs/Image (the conventional '
         'path, for comparison)',
@@ -135,7 +143,8 @@ class FusionNode(node_utils.DeviceNode):
         self.stage_ns = {
             name: LatencyRecorder(100_000) for name in ('fuse', 'messages', 'odometry', 'objects')
         }
-        self.frames = self.torn = self.inference_errors = 0
+        self.frames = self.torn = self.inference_errors = self.infer_skipped = 0
+        self._last_infer_ns = -(2**62)
         self.missing: dict[str, int] = {}
         self.worker_errors = 0
         # Inputs refused at the boundary, per stream and reason (never fused).
@@ -371,8 +380,15 @@ class FusionNode(node_utils.DeviceNode):
 
     def _process(self, aligned: AlignedFrame, released_ns: int) -> None:
         t0 = time.perf_counter_ns()
+        period_ns = round(self.params.infer_period_s * 1e9)
+        skip = period_ns > 0 and aligned.stamp_ns - self._last_infer_ns < period_ns
         try:
-            out = self._infer(aligned.frame)
+            if skip:
+                self.infer_skipped += 1
+                out = None
+            else:
+                self._last_infer_ns = aligned.stamp_ns
+                out = self._infer(aligned.frame)
         except (ModelError, RuntimeError) as err:
             self.inference_errors += 1
             self.get_logger().error(f'inference failed: {err}', throttle_duration_sec=5.0)
@@ -385,7 +401,8 @@ class FusionNode(node_utils.DeviceNode):
             self.torn += 1
             return
         t1 = time.perf_counter_ns()
-        self.infer_ns.record(t1 - t0)
+        if not skip:
+            self.infer_ns.record(t1 - t0)
         fused = self.engine.fuse(aligned, out, self.input_hw)
         for m in fused.missing:
             self.missing[m] = self.missing.get(m, 0) + 1
@@ -446,6 +463,7 @@ class FusionNode(node_utils.DeviceNode):
             'frames': self.frames,
             'torn': self.torn,
             'inference_errors': self.inference_errors,
+            'inference_skipped': self.infer_skipped,
             'worker_errors': self.worker_errors,
             'missing': ', '.join(f'{k} {v}' for k, v in sorted(self.missing.items())),
             'latency_p50_us': round(lat.p50_us, 1) if lat.count else '',
