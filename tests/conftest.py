@@ -134,12 +134,12 @@ class Proc:
         """Exit status, after at most ``timeout_s``."""
         return self.popen.wait(timeout=timeout_s)
 
-    def stop(self) -> None:
-        """SIGINT, then SIGKILL if it does not exit within 5 s."""
+    def stop(self, timeout_s: float = 5.0) -> None:
+        """SIGINT, then SIGKILL if it does not exit within ``timeout_s``."""
         if self.popen.poll() is None:
             self.popen.send_signal(2)
             try:
-                self.popen.wait(timeout=5.0)
+                self.popen.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:
                 self.popen.kill()
                 self.popen.wait()

@@ -209,7 +209,16 @@ class FusionNode(node_utils.DeviceNode):
         self.create_subscription(
             RadarObjects, '~/in/radar', self._on_radar, qos_profile_sensor_data
         )
-        self.create_subscription(Float64, '~/in/speed', self._on_speed, qos_profile_sensor_data)
+        # Lock-step replays must lose no speed message: a lost one is never acknowledged and the
+        # replay stalls for its ack timeout (and the outputs depend on the timing).
+        self.create_subscription(
+            Float64,
+            '~/in/speed',
+            self._on_speed,
+            QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
+            if p.ack_topic
+            else qos_profile_sensor_data,
+        )
         self.camera = ShmSubscription(
             self,
             '~/in/camera',

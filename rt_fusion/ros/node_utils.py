@@ -203,14 +203,15 @@ def reject_unknown_params(node: Node) -> None:
 EXECUTORS = ('events', 'single')
 
 
-def make_executor(kind: str = 'events') -> Executor:
+def make_executor(kind: str = 'single') -> Executor:
     """The executor nodes spin in.
 
-    ``events``: rclpy's EventsExecutor (through rt_fusion.ros.compat), which dispatches from a
-    C++ event queue instead of rebuilding a wait set in Python for every callback; on our
-    machines it roughly halves the time from a message's arrival to its callback. ``single``:
-    the classic SingleThreadedExecutor, for comparison or where the EventsExecutor is missing
-    (Humble).
+    ``single`` (the default): the classic SingleThreadedExecutor. ``events``: rclpy's
+    EventsExecutor (through rt_fusion.ros.compat), which dispatches from a C++ event queue
+    instead of rebuilding a wait set in Python for every callback; on our machines it roughly
+    halves the time from a message's arrival to its callback, but nodes spinning in it aborted
+    now and then at SIGINT with heap corruption (``malloc_consolidate(): unaligned fastbin
+    chunk``; open upstream destruction bugs, ros2/rclpy#1644), so it is opt-in.
     """
     if kind == 'events':
         executor = compat.events_executor()
@@ -462,14 +463,17 @@ def _quiet_shutdown_excepthook(default: Callable[[Any], object]) -> Callable[[An
     return hook
 
 
-def run(factory: Callable[[], Node], args: Sequence[str] | None = None) -> int:
+def run(
+    factory: Callable[[], Node], args: Sequence[str] | None = None, executor_kind: str = ''
+) -> int:
     """main() of a node: init, construct, spin, and always clean up. Returns the exit status.
 
     A node that ends by itself (a tool, a replay) has a ``finished`` future; run() returns when
     it completes. Other nodes spin until SIGINT or SIGTERM (:class:`StopRequest`), then
     deactivate and clean up while the context is still valid.
 
-    The executor is :func:`make_executor`'s default (``RT_FUSION_EXECUTOR`` picks another).
+    The executor is ``executor_kind`` (a node's own choice), else :func:`make_executor`'s
+    default; ``RT_FUSION_EXECUTOR`` overrides both.
     A :class:`RtFusionError` during construction (a bad parameter, a missing device) is logged
     as fatal with its message and gives exit status 2, so launch files and tests see why.
     """
@@ -493,7 +497,9 @@ def run(factory: Callable[[], Node], args: Sequence[str] | None = None) -> int:
         params_file.check_node_has_section(files, node.get_fully_qualified_name())
         if isinstance(node, DeviceNode) and node.get_parameter('autostart').value:
             autostart(node)
-        executor = make_executor(os.environ.get('RT_FUSION_EXECUTOR', 'events'))
+        executor = make_executor(
+            os.environ.get('RT_FUSION_EXECUTOR', '') or executor_kind or 'single'
+        )
         executor.add_node(node)
         spin(executor, getattr(node, 'finished', None), stop)
     except (KeyboardInterrupt, ExternalShutdownException):

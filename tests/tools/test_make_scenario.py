@@ -44,6 +44,7 @@ def test_cut_in_twice_gives_the_same_bag(tmp_path: Path) -> None:
         '/scenario/truth/objects',
         '/scenario/truth/odometry',
         '/scenario/imu/device_time',
+        '/vehicle/speed',
     }
 
 
