@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 import json
 import os
 import queue
+import signal
 import subprocess
 import sys
 import threading
@@ -67,6 +69,9 @@ class Proc:
             stderr=subprocess.PIPE,
             text=True,
             bufsize=1,
+            # Its own process group: a SIGKILL at the deadline takes its children with it (a
+            # killed `ros2 launch` left its nodes running, and they loaded every later test).
+            start_new_session=True,
         )
         self.lines: queue.Queue[str] = queue.Queue()
         self.stderr: list[str] = []
@@ -141,8 +146,11 @@ class Proc:
             try:
                 self.popen.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:
-                self.popen.kill()
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.popen.pid, signal.SIGKILL)
                 self.popen.wait()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.popen.pid, signal.SIGKILL)  # whatever it left behind
 
 
 class ProcGroup:

@@ -244,7 +244,10 @@ class FusionNode(node_utils.DeviceNode):
         with self._cond:
             self._cond.notify_all()
         if self._worker is not None:
-            self._worker.join(2.0)
+            # Until it has left the frame it is on: cleanup frees the model and unmaps the ring
+            # it reads (a 2 s limit freed the model under a running inference on a loaded
+            # machine: heap corruption at exit). It stops before the next frame.
+            self._worker.join()
             self._worker = None
 
     def cleanup(self) -> None:
@@ -365,6 +368,11 @@ class FusionNode(node_utils.DeviceNode):
                     self._cond.wait(period)
                     ready = self.aligner.poll(time.time_ns())
             for aligned in ready:
+                if self._stop.is_set():  # stopping: the rest are released, not processed
+                    release = getattr(aligned.frame, 'release', None)
+                    if release is not None:
+                        release()
+                    continue
                 try:
                     self._process(aligned, time.time_ns())
                 except Exception:  # noqa: BLE001  (a bug: report it, keep the other frames going)
