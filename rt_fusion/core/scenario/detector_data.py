@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from rt_fusion.core.scenario import sensors as sm
-from rt_fusion.core.scenario.world import CLASSES, World, build_world
+from rt_fusion.core.scenario.world import CLASSES, SIZES, World, build_world
 
 TRAIN_SEED_BASE = 1_000_000
 HELDOUT_SEED_BASE = 2_000_000
@@ -83,7 +83,7 @@ def random_scenario(rng: np.random.Generator) -> dict[str, Any]:
                     }
                 ]
         if rng.random() < 0.3:  # size variety within the class
-            size = np.array(sm_sizes(cls)) * rng.uniform(0.85, 1.2, 3)
+            size = np.array(SIZES[cls]) * rng.uniform(0.85, 1.2, 3)
             spec['size'] = [float(v) for v in size]
         actors.append(spec)
     # Static obstacles of any size on the road or its shoulders (lost cargo, cones, blocks):
@@ -114,13 +114,6 @@ def random_scenario(rng: np.random.Generator) -> dict[str, Any]:
             'size': [float(v) for v in post],
         },
     }
-
-
-def sm_sizes(cls: str) -> tuple[float, float, float]:
-    """The scenario's default (length, width, height) of a class [m]."""
-    from rt_fusion.core.scenario.world import SIZES  # noqa: PLC0415
-
-    return SIZES[cls]
 
 
 def camera_labels(
