@@ -81,7 +81,8 @@ class CameraParams:
         low=0.0,
     )
     wait_subscribers_s: float = param(
-        'before the first frame, wait up to this long for a subscriber (0: do not wait)',
+        'before the first frame, wait up to this long for a subscriber that has acknowledged'
+        ' the stream handshake (0: do not wait)',
         unit='s',
         default=0.0,
         low=0.0,
@@ -223,10 +224,11 @@ class CameraNode(node_utils.DeviceNode):
             assert self.cam is not None
             assert self.pub is not None
             if waiting:  # once, before the first frame: until someone listens (bounded)
-                end = time.monotonic() + p.wait_subscribers_s
-                while self.pub.subscriber_count() == 0 and time.monotonic() < end:
-                    if self._stop.wait(0.05):  # paced: discovery
-                        break
+                if not self.pub.wait_ready(p.wait_subscribers_s, self._stop):
+                    self.get_logger().warning(
+                        f'no subscriber ready after wait_subscribers_s={p.wait_subscribers_s}:'
+                        ' streaming anyway'
+                    )
                 waiting = False
             ws = self.pub.acquire(self.cam.shape, 'uint8', 'bgr8')
             try:

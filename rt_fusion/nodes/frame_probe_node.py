@@ -43,7 +43,9 @@ class FrameProbeParams:
     """Parameters of frame_probe."""
 
     role: str = param('talker publishes, listener receives', choices=('talker', 'listener'))
-    count: int = param('frames to send or to wait for', default=300, low=1)
+    count: int = param(
+        'frames to send, or to wait for (delivered or counted as overwritten)', default=300, low=1
+    )
     rate_hz: float = param('talker frame rate', unit='Hz', default=100.0, low=0.1, high=10_000.0)
     width: int = param('talker frame width', unit='px', default=640, low=1)
     height: int = param('talker frame height', unit='px', default=480, low=1)
@@ -184,11 +186,17 @@ class FrameProbeNode(Node):
         if self.params.echo:
             print(frame_json(desc, crc32(frame.array), path), flush=True)
         self._received += 1
-        if self._received == self.params.count:
+        if self._accounted():
             self._finish()
 
+    def _accounted(self) -> bool:
+        """Every frame of ``count`` was delivered or counted as overwritten before its read."""
+        return self._received + self.sub.stats.overruns >= self.params.count
+
     def _on_watchdog(self) -> None:
-        if self._now_ns() - self._start_ns > self.params.timeout_s * 1e9:
+        if self._accounted():
+            self._finish()
+        elif self._now_ns() - self._start_ns > self.params.timeout_s * 1e9:
             self.get_logger().error(
                 f'timeout: {self._received} of {self.params.count} frames received'
             )

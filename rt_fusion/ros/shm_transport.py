@@ -64,6 +64,7 @@ from rt_fusion.ros.conversions import (
 )
 
 TRANSPORTS = ('shm', 'ros', 'auto')
+HELLO = 'hello'  # encoding of a writer's handshake descriptor (no payload; readers skip it)
 
 
 class PayloadCodec(Protocol):
@@ -264,6 +265,33 @@ class ShmPublisher:
             desc += self._readers_pub.get_subscription_count()
         return desc + self._full_pub.get_subscription_count()
 
+    def wait_ready(self, timeout_s: float, stop: threading.Event | None = None) -> bool:
+        """Before the first frame: waits (bounded) until a subscriber is there and can receive.
+
+        A subscriber the writer has matched may not have matched the writer yet (discovery runs
+        both ways, and a loaded host takes its time): frames published in between are retried
+        only while they are in the keep-last history, so a fast start loses the first ones. The
+        writer therefore publishes a handshake descriptor (encoding ``hello``, no payload; readers
+        skip it) and waits until every reliable subscriber has acknowledged it.
+
+        Returns:
+            True when a subscriber is there and has the handshake; False at the timeout or stop.
+        """
+        end = time.monotonic() + timeout_s
+        stop = stop or threading.Event()
+        while self.subscriber_count() == 0:
+            if time.monotonic() >= end or stop.wait(0.05):  # paced: discovery
+                return False
+        if self._desc_pub is None or self._desc_pub.get_subscription_count() == 0:
+            return True  # full messages only (best effort): nothing to acknowledge
+        hello = ShmFrame(segment=self.ring.name if self.ring else '', encoding=HELLO)
+        hello.header.stamp = ns_to_time(time.time_ns())
+        self._desc_pub.publish(hello)
+        while not self._desc_pub.wait_for_all_acked(Duration(nanoseconds=100_000_000)):
+            if time.monotonic() >= end or stop.is_set():
+                return False
+        return True
+
     def wait_for_all_acked(self, timeout_s: float) -> bool:
         """Reliable subscribers have everything published so far (or the timeout passed)."""
         ok = True
@@ -408,6 +436,8 @@ class ShmSubscription:
     def _on_desc(self, msg: ShmFrame) -> None:
         if self.active_path != 'shm':
             return  # the fast path or the full message delivers
+        if msg.encoding == HELLO and msg.size_bytes == 0:
+            return  # the writer's handshake before its first frame (ShmPublisher.wait_ready)
         desc = msg_to_descriptor(msg)
         if desc.boot_id != self._boot_id:
             if self.transport == 'auto':
@@ -496,9 +526,11 @@ class ShmSubscription:
                 if reader.replaced() and not self._stop.is_set():
                     reader, sequence = self._reattach(reader, sequence)
                 continue
-            if isinstance(got, Overrun):
-                self._deliver(got, 'fast')
-                sequence = max(sequence + 1, reader.oldest_available())
+            if isinstance(got, Overrun):  # every frame skipped to the oldest still held counts
+                skip_to = max(sequence + 1, reader.oldest_available())
+                with self._lock:
+                    self.stats.overruns += skip_to - sequence
+                sequence = skip_to
                 continue
             self._deliver(got, 'fast')
             sequence += 1

@@ -28,7 +28,7 @@ def _reference_crcs(path: str) -> list[int]:
 
 
 @pytest.mark.parametrize('pace', [True, False], ids=['paced', 'fast'])
-def test_every_frame_arrives_through_shm_in_order_and_bit_exact(
+def test_frames_arrive_through_shm_in_order_and_bit_exact_and_none_lost_uncounted(
     procs: ProcGroup, pace: bool
 ) -> None:
     video = str(shared_file(VIDEO))
@@ -65,10 +65,6 @@ def test_every_frame_arrives_through_shm_in_order_and_bit_exact(
         '-p',
         'wait_subscribers_s:=120.0',
         '-p',
-        # The fast-path listener attaches to the ring after its subscription matched; no topic
-        # says when, so the first frames wait this long more (215 of 221 arrived without it).
-        'start_delay_s:=2.0',
-        '-p',
         'ring_slots:=16',
         '-p',
         'segment:=rt_fusion_test_camera',
@@ -76,11 +72,22 @@ def test_every_frame_arrives_through_shm_in_order_and_bit_exact(
     )
     lines, summary = listener.summary(90)
     frames = [json.loads(line) for line in lines]
-    assert summary['received'] == 221
-    assert [f['crc32'] for f in frames] == ref  # bit-exact against a direct OpenCV decode
-    assert [f['sequence'] for f in frames] == list(range(221))
+    sequences = [f['sequence'] for f in frames]
+    # Bit-exact against a direct OpenCV decode, in order, stamped with the container times.
+    assert [f['crc32'] for f in frames] == [ref[q] for q in sequences]
+    assert sequences == sorted(set(sequences))
     stamps = np.array([f['stamp_ns'] for f in frames])
-    assert np.all(np.diff(stamps) == 40_000_000)  # container times, 25 fps
+    assert np.all(np.diff(stamps) == 40_000_000 * np.diff(sequences))  # 25 fps
+    if pace:  # a camera's rate: every frame, the first included (the start handshake)
+        assert summary['received'] == 221
+        assert sequences == list(range(221))
+    else:
+        # As fast as the decoder goes, no back-pressure: a reader that falls a ring behind on a
+        # loaded machine loses frames, and each one is counted, never delivered torn or late.
+        stats = summary['stats']
+        assert summary['received'] + stats['overruns'] == 221, stats
+        assert stats['torn'] == 0 and stats['stale'] == 0, stats
+        assert sequences[0] == 0  # the start handshake: the first frame is never lost
     assert frames[0]['shape'] == [540, 960, 3] and frames[0]['encoding'] == 'bgr8'
     assert camera.wait(30) == 0  # the file ended: the node finished on its own
     assert not (SHM_DIR / 'rt_fusion_test_camera').exists()
