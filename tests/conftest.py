@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from rt_fusion.ros.launching import group_processes
+
 ROOT = Path(__file__).resolve().parents[1]
 # The venv the tests run in: .venv (Jazzy, the default) or .venv-kilted (ROS_DISTRO=kilted).
 VENV = Path(sys.prefix)
@@ -75,6 +77,7 @@ class Proc:
         )
         self.lines: queue.Queue[str] = queue.Queue()
         self.stderr: list[str] = []
+        self.leftover: list[str] = []  # processes still there at a missed stop deadline
         self._threads = [
             threading.Thread(
                 target=self._pump, args=(self.popen.stdout, self.lines.put), daemon=True
@@ -140,12 +143,17 @@ class Proc:
         return self.popen.wait(timeout=timeout_s)
 
     def stop(self, timeout_s: float = 5.0) -> None:
-        """SIGINT, then SIGKILL if it does not exit within ``timeout_s``."""
+        """SIGINT to its group (as a terminal's Ctrl-C), then SIGKILL after ``timeout_s``.
+
+        What was still running at the deadline is kept in ``leftover`` (``ps`` lines).
+        """
         if self.popen.poll() is None:
-            self.popen.send_signal(2)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.popen.pid, signal.SIGINT)
             try:
                 self.popen.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:
+                self.leftover = group_processes(self.popen.pid)
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(self.popen.pid, signal.SIGKILL)
                 self.popen.wait()

@@ -182,7 +182,9 @@ def test_ros2_launch_replays_a_generated_bag_into_objects_and_trajectories(
     # ros2 launch takes SIGINT as the terminal's: its nodes get SIGTERM after 5 s, so it needs
     # more than that on a loaded machine (it was SIGKILLed at a 5 s deadline).
     launch.stop(timeout_s=60.0)
-    assert launch.popen.returncode == 0, '\n'.join(launch.stderr[-30:])
+    assert launch.popen.returncode == 0, '\n'.join(
+        ['still running at the deadline:', *launch.leftover, *launch.stderr[-30:]]
+    )
 
 
 @pytest.mark.slow

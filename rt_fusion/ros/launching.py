@@ -66,6 +66,7 @@ class LaunchedGraph:
         argv += [f'{k}:={v}' for k, v in arguments.items()]
         self.lines: queue.Queue[str] = queue.Queue()
         self.history: list[str] = []  # every line so far (wait_for_line consumes ``lines``)
+        self.leftover: list[str] = []  # processes still there at a missed stop deadline
         self.log = open(log, 'w') if log is not None else None  # noqa: SIM115 (closed in stop)
         self.popen = subprocess.Popen(
             argv,
@@ -131,12 +132,38 @@ class LaunchedGraph:
             try:
                 self.popen.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:
+                self.leftover = group_processes(self.popen.pid)
                 os.killpg(self.popen.pid, signal.SIGKILL)
                 self.popen.wait()
         self._pump.join(timeout=5.0)
+        if self.leftover and self.log is not None:
+            self.log.write(f'[stop] still running after {timeout_s} s, SIGKILLed:\n')
+            self.log.writelines(f'[stop]   {line}\n' for line in self.leftover)
         if self.log is not None:
             self.log.close()
         return self.popen.returncode
+
+
+def group_processes(pgid: int) -> list[str]:
+    """The processes of group ``pgid`` as ``pid state wchan cmdline`` lines (from /proc).
+
+    For a stop that missed its deadline: which process held it up, and in which kernel wait.
+    """
+    out = []
+    for entry in Path('/proc').iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / 'stat').read_text()
+            fields = stat[stat.rindex(')') + 2 :].split()
+            if int(fields[2]) != pgid:  # state, ppid, pgrp, ...
+                continue
+            wchan = (entry / 'wchan').read_text().strip() or '-'
+            cmd = (entry / 'cmdline').read_bytes().replace(b'\0', b' ').decode(errors='replace')
+        except (OSError, ValueError, IndexError):
+            continue  # it ended meanwhile
+        out.append(f'{entry.name} {fields[0]} {wchan} {cmd.strip()[:200]}')
+    return sorted(out, key=lambda line: int(line.split()[0]))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
