@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import json
 import re
 import subprocess
 import sys
@@ -237,3 +238,60 @@ def test_a_misspelt_node_section_stops_the_launch(tmp_path: Path) -> None:
     log = (tmp_path / 'launch.log').read_text()
     assert "section 'fusoin' is for no node" in log and "did you mean 'fusion'" in log, log
     assert 'process started' not in log, log  # nothing ran on its defaults
+
+
+def test_ros2_launch_replays_the_microphone_and_the_fusion_hears_the_emergency_siren(
+    tmp_path: Path, procs: ProcGroup
+) -> None:
+    """The emergency_vehicle scenario's siren (the generator's audio model) replayed with
+    ``audio:=true`` comes out of the fusion's hearing as a siren event, and nothing else does."""
+    ros2 = _need_launch()
+    out = tmp_path / 'scenario'
+    made = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / 'tools' / 'make_scenario.py'),
+            *('--scenario', 'emergency_vehicle', '--seconds', '4', '--seed', '5'),
+            *('--out', str(out)),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert made.returncode == 0, made.stderr
+    events = procs.echo(
+        '/fusion/out/audio_events',
+        'rt_fusion_msgs/msg/AudioEvent',
+        '--count',
+        '1',
+        '--timeout',
+        '180',
+    )
+    diag = procs.echo(
+        '/diagnostics', 'diagnostic_msgs/msg/DiagnosticArray', '--count', '400', '--timeout', '180'
+    )
+    launch = procs.spawn(
+        [
+            str(ros2),
+            'launch',
+            'rt_fusion',
+            'replay.launch.py',
+            f'bag:={out / "bag"}',
+            'audio:=true',
+        ],
+        'ros2 launch',
+        {'AMENT_PREFIX_PATH': str(VENV)},
+    )
+    msgs, summary = events.messages(deadline_s=200)
+    assert summary['received'] == 1, '\n'.join(launch.stderr[-30:])
+    assert msgs[0]['event_class'] == 'siren' and msgs[0]['active'], msgs
+    hops = 0
+    while hops < 20:  # the hearing ran hop after hop on the replayed blocks, refusing none
+        _, line = diag.read_until('MSG', 120)
+        for status in json.loads(line.split(' ', 1)[1])['status']:
+            values = {kv['key']: kv['value'] for kv in status['values']}
+            if values.get('audio_hops'):
+                hops = max(hops, int(values['audio_hops']))
+                assert not values['audio_rejected'], values
+    launch.stop(timeout_s=60.0)

@@ -5,7 +5,9 @@ Inputs: ``~/in/camera`` (a ShmPublisher stream: ``~/in/camera/shm`` descriptors,
 place from the ring; ``camera_fast_path`` takes them from the ring's futex instead of the rclpy
 callback), ``~/in/imu`` (sensor_msgs/Imu), ``~/in/radar`` (rt_fusion_msgs/RadarObjects) and
 ``~/in/speed`` (std_msgs/Float64, the vehicle speed from its CAN bus; else
-``fusion.ego_speed_mps``).
+``fusion.ego_speed_mps``) and ``~/in/audio`` (rt_fusion_msgs/AudioChunk: the hearing model,
+``hearing_model``, runs on it every ``hearing.hop_s`` in a thread of its own and publishes
+``~/out/audio_events``; :mod:`rt_fusion.ros.hearing_input`).
 
 Per camera frame (:class:`rt_fusion.core.sync.Aligner`: it waits at most ``sync.max_wait_s`` for
 the modalities in ``sync.wait_for``, then goes on without them and says which were missing) the
@@ -46,11 +48,14 @@ from rt_fusion.core.errors import ParameterError
 from rt_fusion.core.fusion import FusedFrame, FusionEngine, FusionParams, RadarObjectIn
 from rt_fusion.core.latency import LatencyRecorder
 from rt_fusion.core.params import param
+from rt_fusion.core.perception.hearing import HearingParams
 from rt_fusion.core.sync import AlignedFrame, Aligner, SyncParams
+from rt_fusion.inference.hearing import load_hearing_model
 from rt_fusion.inference.runner import DEFAULT_INPUT_HW, FrameRunner
 from rt_fusion.inference.spec import ModelError
 from rt_fusion.ros import node_utils
 from rt_fusion.ros.conversions import ns_to_time, time_to_ns
+from rt_fusion.ros.hearing_input import HearingInput
 from rt_fusion.ros.shm_transport import ShmSubscription
 
 
@@ -97,6 +102,10 @@ class FusionNodeParams:
         'leave radar out of sync.wait_for then)',
         default=True,
     )
+    hearing_model: str = param(
+        "hearing model spec YAML for ~/in/audio ('': no hearing; relative: as model)",
+        default='models/rtf_hearing.yaml',
+    )
     ack_topic: str = param(
         'lock-step replays: after each input is taken in (a frame: once its objects are out, '
         "or it was dropped) publish std_msgs/UInt64 here, for replay_node's ack_topic ('': off)",
@@ -130,6 +139,7 @@ class FusionNode(node_utils.DeviceNode):
         (SyncParams, 'sync.'),
         (FusionParams, 'fusion.'),
         (realtime.RealtimeParams, 'rt.'),
+        (HearingParams, 'hearing.'),
     )
 
     def __init__(self, **kwargs: Any) -> None:
@@ -152,6 +162,7 @@ class FusionNode(node_utils.DeviceNode):
         self._last_stamp: dict[str, int] = {}
         self._odom = Odometry()
         self.camera: ShmSubscription | None = None
+        self.hearing: HearingInput | None = None
         self.runner: FrameRunner | None = None
         self.rt_report: realtime.RealtimeReport | None = None
 
@@ -163,6 +174,7 @@ class FusionNode(node_utils.DeviceNode):
         self.sync_params = node_utils.declare_params(self, SyncParams, 'sync.')
         fusion_params = node_utils.declare_params(self, FusionParams, 'fusion.')
         rt = node_utils.declare_params(self, realtime.RealtimeParams, 'rt.')
+        hearing = node_utils.declare_params(self, HearingParams, 'hearing.')
         if len(self.sync_params.radars) != 1:
             raise ParameterError(
                 'sync.radars',
@@ -226,6 +238,20 @@ class FusionNode(node_utils.DeviceNode):
             transport=p.camera_transport,
             fast_path=p.camera_fast_path,
         )
+        if p.hearing_model:
+            spec_path = resolve_share(p.hearing_model)
+            try:
+                model = load_hearing_model(spec_path)
+            except ModelError as err:
+                raise ParameterError('hearing_model', str(spec_path), str(err)) from err
+            self.hearing = HearingInput(
+                self,
+                model,
+                hearing,
+                ack=self._ack,
+                topic='~/in/audio',
+                events_topic='~/out/audio_events',
+            )
         self.diag_timer = self.create_timer(p.diagnostics_period_s, self._publish_diagnostics)
         with node_utils.param_prefix('rt.'):
             self.rt_report = realtime.apply(rt)
@@ -259,6 +285,9 @@ class FusionNode(node_utils.DeviceNode):
         if self.runner is not None:
             self.runner.release()
             self.runner = None
+        if self.hearing is not None:
+            self.hearing.destroy()
+            self.hearing = None
 
     def destroy_node(self) -> None:
         """Stops the worker and the camera's fast-path thread, then destroys the node."""
@@ -503,6 +532,8 @@ class FusionNode(node_utils.DeviceNode):
         }
         for name, st in self.aligner.stats.items():
             values[f'{name}_late_dropped'] = f'{st.late}/{st.dropped}'
+        if self.hearing is not None:
+            values.update(self.hearing.diagnostics())
         level = (
             DiagnosticStatus.WARN
             if self.torn or self.inference_errors or self.worker_errors or self.rejected

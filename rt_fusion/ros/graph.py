@@ -44,6 +44,7 @@ FUSION = GraphNode(
         ('~/in/imu', IMU_TOPIC),
         ('~/in/radar', RADAR_TOPIC),
         ('~/in/speed', SPEED_TOPIC),
+        ('~/in/audio', AUDIO_TOPIC),
     ),
 )
 PLANNER = GraphNode(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import time
 
+import numpy as np
 import pytest
 
 from tests.conftest import ROOT, ProcGroup, shared_file
@@ -194,3 +195,94 @@ def test_non_finite_incomplete_and_backward_inputs_are_counted_and_never_fused(
         'radar_incomplete',
         'radar_object_non_finite',
     }
+
+
+def test_a_siren_in_the_microphone_ring_becomes_an_audio_event_and_bad_blocks_are_counted(
+    procs: ProcGroup,
+) -> None:
+    """Blocks through a real shared-memory ring (as microphone_node writes them), a hand-made yelp
+    siren 2 s into the stream: one siren event, stamped within 300 ms of the onset; bad blocks
+    are refused with their reasons."""
+    import rclpy  # noqa: PLC0415
+    from diagnostic_msgs.msg import DiagnosticArray  # noqa: PLC0415
+    from rclpy.executors import SingleThreadedExecutor  # noqa: PLC0415
+    from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: PLC0415
+    from rt_fusion_msgs.msg import AudioChunk, AudioEvent  # noqa: PLC0415
+
+    from rt_fusion.core.shm import ShmRingWriter  # noqa: PLC0415
+    from rt_fusion.ros.conversions import descriptor_to_msg, ns_to_time, time_to_ns  # noqa: PLC0415
+
+    rate, block, onset_s = 48_000, 1024, 2.0
+    t = np.arange(round(5.0 * rate)) / rate
+    u = (t % 0.3) / 0.3
+    yelp = 0.2 * np.sin(2 * np.pi * np.cumsum(700 + 800 * (1 - np.abs(2 * u - 1))) / rate)
+    noise = np.random.default_rng(0).normal(0, 0.005, len(t))
+    pcm = np.round((noise + np.where(t >= onset_s, yelp, 0.0)) * 32767).astype(np.int16)
+    _fusion(procs, '-p', 'backend:=none', '-p', 'diagnostics_period_s:=0.2')
+    segment = f'rt_fusion_test_audio_{procs.env["ROS_DOMAIN_ID"]}'
+    ring = ShmRingWriter.create(segment, block * 2, 64, frame_id='mic')
+    context = rclpy.Context()
+    rclpy.init(context=context, domain_id=int(procs.env['ROS_DOMAIN_ID']))
+    node = rclpy.create_node('feeder', context=context)
+    events: list[AudioEvent] = []
+    latest: dict[str, str] = {}
+    try:
+        reliable = QoSProfile(depth=64, reliability=ReliabilityPolicy.RELIABLE)
+        pub = node.create_publisher(AudioChunk, '/fusion/in/audio', reliable)
+        node.create_subscription(AudioEvent, '/fusion/out/audio_events', events.append, reliable)
+
+        def on_diag(msg: DiagnosticArray) -> None:
+            for st in msg.status:
+                if st.name == '/fusion: fusion':
+                    latest.update({kv.key: kv.value for kv in st.values})
+
+        node.create_subscription(DiagnosticArray, '/diagnostics', on_diag, reliable)
+        executor = SingleThreadedExecutor(context=context)
+        executor.add_node(node)
+        end = time.monotonic() + 90
+        while pub.get_subscription_count() == 0 or not latest:
+            assert time.monotonic() < end, 'the fusion node never subscribed'
+            executor.spin_once(timeout_sec=0.05)  # paced: discovery
+        t0 = 1_000_000_000_000
+        for k in range(0, len(pcm) - block + 1, block):
+            ws = ring.acquire((block, 1), np.int16, 'pcm')
+            ws.array[:, 0] = pcm[k : k + block]
+            stamp = t0 + round(k * 1e9 / rate)
+            desc = ring.commit(ws, stamp_ns=stamp, available_ns=time.time_ns())
+            msg = AudioChunk(sample_rate=rate, channels=1, frames=block, first_sample_index=k)
+            msg.header.stamp = ns_to_time(stamp)
+            descriptor_to_msg(desc, msg.frame)
+            pub.publish(msg)
+            if k % (16 * block) == 0:  # the ring holds 64 blocks: keep within it
+                assert pub.wait_for_all_acked(rclpy.duration.Duration(seconds=30))
+                executor.spin_once(timeout_sec=0.01)
+        bad = [  # (chunk, its stamp [s after t0])
+            (AudioChunk(sample_rate=rate, channels=1, frames=0), 10),  # empty
+            (AudioChunk(sample_rate=rate, channels=1, frames=4, samples=[1, 2, 3]), 10),  # size
+            (AudioChunk(sample_rate=16_000, channels=1, frames=2, samples=[1, 2]), 10),  # rate
+            (AudioChunk(sample_rate=rate, channels=1, frames=2, samples=[1, 2]), 1),  # back
+        ]
+        for msg, at_s in bad:
+            msg.header.stamp = ns_to_time(t0 + at_s * 10**9)
+            pub.publish(msg)
+        end = time.monotonic() + 90
+        while not (latest.get('audio_rejected', '').count(',') == 3 and events):
+            assert time.monotonic() < end, f'events {events}, diagnostics {latest}'
+            executor.spin_once(timeout_sec=0.2)
+    finally:
+        node.destroy_node()
+        context.try_shutdown()
+        ring.close()
+    sirens = [e for e in events if e.event_class == 'siren' and e.active]
+    assert len(sirens) == 1, events
+    assert not [e for e in events if e.event_class == 'horn']
+    delay_s = (time_to_ns(sirens[0].decided) - (t0 + round(onset_s * 1e9))) / 1e9
+    assert 0 <= delay_s <= 0.3, delay_s
+    counts = dict(item.rsplit(' ', 1) for item in latest['audio_rejected'].split(', '))
+    assert counts == {
+        'audio_empty': '1',
+        'audio_size_mismatch': '1',
+        'audio_rate_changed': '1',
+        'audio_out_of_order': '1',
+    }
+    assert latest['audio_lost_blocks'] == '0'
