@@ -14,8 +14,11 @@ import sys
 import time
 from pathlib import Path
 
+from rt_fusion.core.linux import stop_on_signals
+
 
 def main() -> None:
+    stop_on_signals()  # SIGINT/SIGTERM end it cleanly, even when started with SIGINT ignored
     parser = argparse.ArgumentParser()
     parser.add_argument('fifo')
     parser.add_argument('raw')

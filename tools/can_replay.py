@@ -28,6 +28,8 @@ from typing import Any, cast
 import can
 from rich.progress import Progress
 
+from rt_fusion.core.linux import stop_on_signals
+
 
 def _answerer(bus: can.BusABC, args: argparse.Namespace) -> Callable[[float], bool]:
     """A function that answers one pending RadarConfiguration; True when it did."""
@@ -69,6 +71,7 @@ def _answerer(bus: can.BusABC, args: argparse.Namespace) -> Callable[[float], bo
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point; Ctrl-C (or launch's SIGINT) ends the replay normally."""
+    stop_on_signals()  # SIGINT/SIGTERM end it cleanly, even when started with SIGINT ignored
     try:
         return _main(argv)
     except KeyboardInterrupt:

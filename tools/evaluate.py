@@ -61,7 +61,15 @@ CONFIG = ROOT / 'config' / 'replay.yaml'
 ACK_TOPIC = '/fusion/ack'
 START_TOPIC = '/evaluate/start'
 VARIANTS = ('fused', 'radar_only', 'camera_only')
-HIGHER_IS_BETTER = ('precision', 'recall', 'f1', 'mota', 'class_accuracy', 'min_gap_m')
+HIGHER_IS_BETTER = (
+    'precision',
+    'recall',
+    'f1',
+    'mota',
+    'class_accuracy',
+    'emergency_recognised',
+    'min_gap_m',
+)
 LOWER_IS_BETTER = (
     'pos_err_m',
     'vel_err_mps',
@@ -95,11 +103,14 @@ def overrides(variant: str) -> dict[str, Any]:
         'sync': {'max_wait_s': 1.0},
         'infer_period_s': 0.0,
     }
+    # The single-modality ablations hear nothing either (the microphone is replayed to all).
     if variant == 'radar_only':
         fusion['backend'] = 'none'
+        fusion['hearing_model'] = ''
     elif variant == 'camera_only':
         fusion['radar_input'] = False
         fusion['sync']['wait_for'] = ['imu']
+        fusion['hearing_model'] = ''
     elif variant != 'fused':
         raise SystemExit(f'evaluate: unknown variant {variant!r} (one of {list(VARIANTS)})')
     return {'fusion': fusion, 'planner': {'clock': 'stamps'}}
@@ -411,6 +422,7 @@ def run_graph(
             'ack_topic': ACK_TOPIC,
             'start_topic': START_TOPIC,
             'camera_topic': camera,
+            'audio': 'true',  # the fusion's hearing (a bag without a microphone: nothing)
             'config': str(params),
         },
         log=out / 'graph.log',
@@ -576,6 +588,7 @@ def flat(metrics: dict[str, Any]) -> dict[str, Any]:
         'id_switches': vis.get('id_switches'),
         'fp_per_frame': vis.get('fp_per_frame'),
         'class_accuracy': vis.get('class_accuracy'),
+        'emergency_recognised': vis.get('emergency_recognised'),
         'collisions': plan.get('collisions'),
         'min_gap_m': plan.get('min_gap_m'),
         'emergency_stops': plan.get('emergency_stops'),
@@ -589,6 +602,8 @@ def aggregate(rows: list[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key in flat({}):
         values = [r[key] for r in rows if isinstance(r.get(key), (int, float))]
+        if key == 'emergency_recognised':  # only runs with an emergency vehicle in view count
+            values = [v for v in values if not math.isnan(v)]
         if not values:
             out[key] = None
         elif key in ('id_switches', 'collisions', 'emergency_stops', 'frames', 'frames_fused'):
@@ -615,6 +630,7 @@ def print_table(rows: list[tuple[str, dict[str, Any]]]) -> None:
         'id_switches',
         'fp_per_frame',
         'class_accuracy',
+        'emergency_recognised',
         'collisions',
         'min_gap_m',
         'frames_fused',

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from rt_fusion.core import rotation
+from rt_fusion.core.linux import stop_on_signals
 from rt_fusion.core.protocols import xsens
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -248,6 +249,7 @@ class Device:
 
 def main(argv: list[str] | None = None) -> int:
     """Runs the emulator."""
+    stop_on_signals()  # SIGINT/SIGTERM end it cleanly, even when started with SIGINT ignored
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

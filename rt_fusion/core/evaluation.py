@@ -56,6 +56,7 @@ CLASS_CODES = {
     'emergency_vehicle': 7,
 }
 UNKNOWN = 0
+EMERGENCY = CLASS_CODES['emergency_vehicle']
 
 
 @dataclasses.dataclass(frozen=True)
@@ -176,6 +177,7 @@ def score_perception(
     pos_err: list[float] = []
     vel_err: list[float] = []
     cls_ok = cls_n = 0
+    emg_ok = emg_n = 0
     edges = p.range_bins_m
     bin_tp = [0] * (len(edges) - 1)
     bin_gt = [0] * (len(edges) - 1)
@@ -214,6 +216,9 @@ def score_perception(
             if out.cls != UNKNOWN:
                 cls_n += 1
                 cls_ok += out.cls == obj.cls
+            if obj.cls == EMERGENCY:  # heard, not seen: the class only the siren can give
+                emg_n += 1
+                emg_ok += out.cls == EMERGENCY
             before = last_match.get(obj.id)
             if before is not None and before != out.id:
                 idsw += 1
@@ -262,6 +267,8 @@ def score_perception(
         'vel_err_mps': vel['mean'],
         'vel_err_p95_mps': vel['p95'],
         'class_accuracy': cls_ok / cls_n if cls_n else math.nan,
+        # matched frames of emergency vehicles (truth) output as emergency vehicles
+        'emergency_recognised': emg_ok / emg_n if emg_n else math.nan,
         'fp_per_frame': fp / n_frames if n_frames else math.nan,
         'recall_by_range': bins,
     }

@@ -17,8 +17,11 @@ the nearest radar scan moved to the frame time and the audio window. :class:`Fus
    model's first output, logistic) — a per-object score a trained detector head turns into class
    confidence. ``models/rtf_testnet`` has random weights, so with it the score is a real
    computation on the real frame with no meaning yet;
-4. **audio**: the RMS level of the window (dBFS), published as a scalar for the siren/horn
-   detector to come.
+4. **audio**: while the hearing (:mod:`rt_fusion.core.perception.hearing`, run by the node)
+   hears a siren (``set_siren``), the vehicle track moving fastest relative to the ego
+   (approaching, or overtaking as an emergency vehicle does; ``emergency_*`` parameters) is
+   output as an emergency vehicle with the siren's probability and ``SOURCE_AUDIO``; the RMS
+   level of the aligned audio window (dBFS) is kept as a scalar.
 
 The result is plain data (:class:`FusedFrame`); the node turns it into messages.
 """
@@ -48,8 +51,9 @@ from rt_fusion.core.sync import AlignedFrame
 # Our Object classes (rt_fusion_msgs/Object) and ARS408 Obj_Class (0 point, 1 car, 2 truck,
 # 3 pedestrian, 4 motorcycle, 5 bicycle, 6 wide, 7 reserved).
 CLASS_UNKNOWN, CLASS_CAR, CLASS_TRUCK, CLASS_PEDESTRIAN = 0, 1, 2, 3
-CLASS_BICYCLE, CLASS_MOTORCYCLE, CLASS_STATIC = 4, 5, 6
-SOURCE_RADAR, SOURCE_CAMERA = 1, 2
+CLASS_BICYCLE, CLASS_MOTORCYCLE, CLASS_STATIC, CLASS_EMERGENCY = 4, 5, 6, 7
+SOURCE_RADAR, SOURCE_CAMERA, SOURCE_AUDIO = 1, 2, 4
+VEHICLE_CLASSES = (CLASS_UNKNOWN, CLASS_CAR, CLASS_TRUCK, CLASS_MOTORCYCLE, CLASS_EMERGENCY)
 # A detector's class names -> our classes (COCO's names included, for YOLO heads).
 CLASS_BY_NAME = {
     'car': CLASS_CAR,
@@ -141,6 +145,23 @@ class FusionParams:
         default=0.5,
         low=0.0,
         high=1.0,
+    )
+    emergency_min_relative_mps: float = param(
+        'while a siren is heard, the vehicle track moving fastest relative to the ego (at least '
+        'this fast: approaching, or overtaking as an emergency vehicle does) is the emergency '
+        'vehicle',
+        unit='m/s',
+        default=3.0,
+        low=0.0,
+    )
+    emergency_min_speed_mps: float = param(
+        'slower tracks (over ground) are never the emergency vehicle',
+        unit='m/s',
+        default=3.0,
+        low=0.0,
+    )
+    emergency_max_range_m: float = param(
+        'farther tracks are never the emergency vehicle', unit='m', default=120.0, low=1.0
     )
     camera_range_std: float = param(
         "growth of a camera detection's position std with range (monocular depth)",
@@ -273,6 +294,8 @@ class FusionEngine:
         self.decoder: DecoderSpec | None = None
         self._class_ids: list[int] = []
         self.camera_detections: list[CameraDetection] = []  # the last frame's, for diagnostics
+        self.siren: float | None = None  # the hearing's siren probability while one is heard
+        self.emergency_id: int | None = None  # the track marked as the emergency vehicle
         p = self.p
         self.geometry = CameraGeometry(p.fx, p.fy, p.cx, p.cy, p.camera_x, p.camera_height)
 
@@ -283,6 +306,40 @@ class FusionEngine:
         self._class_ids = (
             [CLASS_BY_NAME.get(name, CLASS_UNKNOWN) for name in decoder.classes] if decoder else []
         )
+
+    def set_siren(self, probability: float | None) -> None:
+        """The hearing's state: a siren heard with ``probability``, or None (none heard)."""
+        self.siren = probability
+        if probability is None:
+            self.emergency_id = None
+
+    def _mark_emergency(self, objects: list[FusedObject]) -> None:
+        """While a siren is heard: the vehicle track moving fastest relative to the ego becomes
+        the emergency vehicle (class, siren probability, SOURCE_AUDIO), if it moves over ground
+        at emergency_min_speed_mps at least; once chosen, a track
+        keeps the mark while the siren lasts (and it stays confirmed)."""
+        if self.siren is None:
+            return
+        p, v = self.p, self.ego.v
+        by_id = {o.id: o for o in objects}
+        chosen = by_id.get(self.emergency_id) if self.emergency_id is not None else None
+        if chosen is None:
+            best = p.emergency_min_relative_mps
+            for o in objects:
+                if o.object_class not in VEHICLE_CLASSES:
+                    continue
+                if math.hypot(o.x, o.y) > p.emergency_max_range_m:
+                    continue
+                if math.hypot(o.vx, o.vy) < p.emergency_min_speed_mps:
+                    continue  # parked cars pass the ego at its speed too
+                rel = math.hypot(o.vx - v, o.vy)
+                if rel >= best:
+                    best, chosen = rel, o
+        if chosen is not None:
+            self.emergency_id = chosen.id
+            chosen.object_class = CLASS_EMERGENCY
+            chosen.class_probability = self.siren
+            chosen.sources |= SOURCE_AUDIO
 
     def set_speed(self, speed_mps: float) -> None:
         """The vehicle's measured speed (wheel odometry): the ego speed's best source."""
@@ -547,6 +604,7 @@ class FusionEngine:
                         o.id, cls, prob, x, y, yaw, length, width, vx, vy, std, score, sources
                     )
                 )
+        self._mark_emergency(objects)
         audio_dbfs = math.nan
         if frame.audio is not None and frame.audio.size:
             a = np.asarray(frame.audio, dtype=np.float32)

@@ -182,3 +182,21 @@ def process_start_ticks(pid: int) -> int | None:
 def process_alive(pid: int, start_ticks: int) -> bool:
     """True when process ``pid`` runs and is the one that started at ``start_ticks``."""
     return pid > 0 and process_start_ticks(pid) == start_ticks
+
+
+def stop_on_signals() -> None:
+    """SIGINT and SIGTERM raise KeyboardInterrupt in the main thread (tools that end cleanly).
+
+    A process started from a shell without job control (a background ``&``, CI runners, some
+    service managers) inherits SIGINT *ignored*, and Python then installs no handler: Ctrl-C or
+    ``ros2 launch``'s SIGINT does nothing, and a tool blocked in a pipe write or a select stays
+    until it is killed. SIGTERM would kill it without its clean-up.
+    """
+    import signal  # noqa: PLC0415
+
+    def _interrupt(signum: int, frame: object) -> None:
+        del signum, frame
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _interrupt)

@@ -449,6 +449,9 @@ class FusionNode(node_utils.DeviceNode):
         t1 = time.perf_counter_ns()
         if not skip:
             self.infer_ns.record(t1 - t0)
+        if self.hearing is not None:
+            siren = self.hearing.active.get('siren')
+            self.engine.set_siren(siren.probability if siren is not None else None)
         fused = self.engine.fuse(aligned, out, self.input_hw)
         for m in fused.missing:
             self.missing[m] = self.missing.get(m, 0) + 1
@@ -528,6 +531,9 @@ class FusionNode(node_utils.DeviceNode):
             'tracks_confirmed': len(self.engine.tracker.confirmed()),
             'camera_detections': len(self.engine.camera_detections),
             'tracks_all': len(self.engine.tracker.tracks),
+            'emergency_track': ''
+            if self.engine.emergency_id is None
+            else self.engine.emergency_id,
             'policy': self.rt_report.policy if self.rt_report else '',
         }
         for name, st in self.aligner.stats.items():

@@ -38,6 +38,7 @@ from rt_fusion.core.errors import ParameterError
 from rt_fusion.core.params import param
 from rt_fusion.core.planning import frenet, obstacles
 from rt_fusion.core.planning.ego import EgoPose, PoseHistory
+from rt_fusion.core.planning.emergency import EmergencyParams, EmergencyYield
 from rt_fusion.core.planning.reference import PathError, ReferencePath
 from rt_fusion.ros import node_utils
 from rt_fusion.ros.conversions import ns_to_time, time_to_ns
@@ -91,6 +92,7 @@ class TrajectoryNode(node_utils.DeviceNode):
     PARAM_GROUPS: ClassVar[node_utils.ParamGroups] = (
         (TrajectoryNodeParams, ''),
         (frenet.PlannerParams, 'planner.'),
+        (EmergencyParams, 'emergency.'),
         (realtime.RealtimeParams, 'rt.'),
     )
 
@@ -113,6 +115,9 @@ class TrajectoryNode(node_utils.DeviceNode):
         """Parameters, planner, publishers; then the real-time set-up, last."""
         p = self.params = node_utils.declare_params(self, TrajectoryNodeParams)
         self.planner_params = node_utils.declare_params(self, frenet.PlannerParams, 'planner.')
+        self.emergency = EmergencyYield(
+            node_utils.declare_params(self, EmergencyParams, 'emergency.')
+        )
         rt = node_utils.declare_params(self, realtime.RealtimeParams, 'rt.')
         try:
             path = ReferencePath(np.column_stack((p.waypoints_x, p.waypoints_y)))
@@ -248,6 +253,14 @@ class TrajectoryNode(node_utils.DeviceNode):
         ]
         self.objects = out
         self.objects_stamp = msg.header.stamp
+        self.emergency.report(
+            stamp,
+            [
+                o.class_probability
+                for o in msg.objects
+                if o.object_class == Object.CLASS_EMERGENCY_VEHICLE
+            ],
+        )
         self._on_timer(event=True, now_ns=stamp if self.params.clock == 'stamps' else None)
 
     def _on_radar(self, msg: RadarObjects) -> None:
@@ -313,6 +326,7 @@ class TrajectoryNode(node_utils.DeviceNode):
             moved = [obstacles.advance(o, (now - s) / 1e9) for s, o in fresh]
             since = (now - self.plan_start_ns) / 1e9
             start = self.planner.start_state(since, ego.x, ego.y, ego.v)
+            self.planner.p = self.emergency.goal(self.planner_params, now)  # yield, or cruise
             traj = self.planner.plan(start, moved)
             self.plan_start_ns = now
             self._fill(msg, traj)
@@ -369,6 +383,8 @@ class TrajectoryNode(node_utils.DeviceNode):
             if self.last_status >= 0
             else '',
             'iterations': m['iterations'],
+            'yielding_to_emergency': self.emergency.yielding,
+            'emergency_episodes': self.emergency.episodes,
             'overruns': overruns,
             'lateness_p99_us': round(late.p99_us, 1) if late.count else '',
             'lateness_max_us': round(late.max_us, 1) if late.count else '',

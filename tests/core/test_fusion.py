@@ -11,7 +11,10 @@ import pytest
 from rt_fusion.core.errors import ParameterError
 from rt_fusion.core.fusion import (
     CLASS_CAR,
+    CLASS_EMERGENCY,
     CLASS_PEDESTRIAN,
+    CLASS_TRUCK,
+    SOURCE_AUDIO,
     FusionEngine,
     FusionParams,
     RadarObjectIn,
@@ -214,3 +217,36 @@ def test_camera_detections_alone_make_tracks_at_their_place() -> None:
     assert (car.x, car.y) == pytest.approx((30.0, 2.0), abs=1e-3)  # regressed depth, its ray
     assert car.camera_score == pytest.approx(0.9, abs=1e-3)
     assert len(engine.camera_detections) == 4
+
+
+def test_a_heard_siren_marks_the_vehicle_moving_fastest_relative_to_the_ego() -> None:
+    """Ego at 13 m/s; a car ahead at its speed, a pedestrian crossing fast-ish, a truck
+    overtaking at +11 m/s (relative, as an emergency vehicle passes). Radar velocities are
+    relative: over ground = relative + ego speed."""
+    engine = FusionEngine(FusionParams(ego_speed_mps=13.0, output='detections'))
+    car = RadarObjectIn(1, 30.0, 0.0, 0.0, 0.0, ars_class=1, prob_exist=0.99)
+    ped = RadarObjectIn(2, 15.0, 3.0, -13.0, -4.0, ars_class=3, prob_exist=0.99)  # standing-ish
+    truck = RadarObjectIn(3, 10.0, 3.5, 11.0, 0.0, ars_class=2, prob_exist=0.99)
+    far = RadarObjectIn(4, 150.0, 0.0, -30.0, 0.0, ars_class=1, prob_exist=0.99)  # out of range
+    parked = RadarObjectIn(6, 25.0, 5.0, -13.0, 0.0, ars_class=1, prob_exist=0.99)  # 13 m/s rel.
+    scan = [car, ped, truck, far, parked]
+    classes = {o.id: o.object_class for o in _one_frame(engine, scan).objects}
+    assert classes[3] == CLASS_TRUCK  # no siren: nothing is marked
+    engine.set_siren(0.97)
+    objs = {o.id: o for o in _one_frame(engine, scan).objects}
+    assert objs[3].object_class == CLASS_EMERGENCY
+    assert objs[3].class_probability == pytest.approx(0.97)
+    assert objs[3].sources & SOURCE_AUDIO
+    assert [o.object_class for k, o in sorted(objs.items()) if k != 3] == [
+        CLASS_CAR, CLASS_PEDESTRIAN, CLASS_CAR, CLASS_CAR,
+    ]  # fmt: skip
+    # The mark stays with the track while the siren lasts, even when another moves faster.
+    faster = RadarObjectIn(5, 20.0, -3.5, 20.0, 0.0, ars_class=1, prob_exist=0.99)
+    objs = {o.id: o for o in _one_frame(engine, [*scan, faster]).objects}
+    assert objs[3].object_class == CLASS_EMERGENCY and objs[5].object_class == CLASS_CAR
+    engine.set_siren(None)
+    objs = {o.id: o for o in _one_frame(engine, scan).objects}
+    assert objs[3].object_class == CLASS_TRUCK and engine.emergency_id is None
+    # A siren with only slow traffic marks nothing.
+    engine.set_siren(0.9)
+    assert all(o.object_class != CLASS_EMERGENCY for o in _one_frame(engine, [car]).objects)

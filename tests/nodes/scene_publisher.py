@@ -2,12 +2,13 @@
 
 The ego follows the planner's latest trajectory (``/planner/out/trajectory``) exactly, or drives
 straight on at ``--speed`` until the first one arrives; one car stands still in the ego's lane
-``--car-x`` metres ahead. Publishes nav_msgs/Odometry at 50 Hz on ``/scene/odometry`` and the car
-as an ObjectArray at 10 Hz on ``/scene/objects`` (vehicle frame, velocity over ground, as the
-fusion node publishes it). Motion starts once the planner is heard (``READY`` is printed then);
-at the end it prints ``RESULT {json}``: the ego's final x, the closest gap between the two
-outlines (negative: they touched), its largest lateral offset, the trajectories' statuses and
-point counts.
+``--car-x`` metres ahead (``--emergency``: reported as an emergency vehicle). Publishes
+nav_msgs/Odometry at 50 Hz on ``/scene/odometry`` and the car as an ObjectArray at 10 Hz on
+``/scene/objects`` (vehicle frame, velocity over ground, as the fusion node publishes it). Motion
+starts once the planner is heard (``READY`` is printed then); at the end it prints
+``RESULT {json}``: the ego's final x, y and speed, the closest gap between the two outlines
+(negative: they touched), its largest lateral offset, the trajectories' statuses and point
+counts.
 
   python -m tests.nodes.scene_publisher --speed 10 --car-x 40 --seconds 8
 """
@@ -81,6 +82,9 @@ def main() -> None:
     parser.add_argument('--car-x', type=float, default=40.0)
     parser.add_argument('--seconds', type=float, default=8.0)
     parser.add_argument('--wait', type=float, default=30.0, help='for the planner, seconds')
+    parser.add_argument(
+        '--emergency', action='store_true', help='report the car as an emergency vehicle'
+    )
     args = parser.parse_args()
     rclpy.init()
     node = rclpy.create_node('scene')
@@ -139,7 +143,8 @@ def main() -> None:
             arr = ObjectArray()
             arr.header.stamp = ns_to_time(now)
             arr.header.frame_id = 'base_link'
-            car = Object(id=1, object_class=Object.CLASS_CAR, class_probability=1.0)
+            cls = Object.CLASS_EMERGENCY_VEHICLE if args.emergency else Object.CLASS_CAR
+            car = Object(id=1, object_class=cls, class_probability=0.95)
             c, s = math.cos(yaw), math.sin(yaw)
             car.position.x = c * (args.car_x - x) + s * (0.0 - y)
             car.position.y = -s * (args.car_x - x) + c * (0.0 - y)
@@ -155,6 +160,8 @@ def main() -> None:
         + json.dumps(
             {
                 'final_x': x,
+                'final_y': y,
+                'final_v': v,
                 'min_gap': min_gap,
                 'max_abs_y': max_abs_y,
                 'followed': followed,

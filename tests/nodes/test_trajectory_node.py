@@ -71,3 +71,38 @@ def test_bad_waypoints_fail_start_up_with_their_name(procs: ProcGroup) -> None:
     )
     assert node.wait(30) == 2
     assert any("'waypoints_x'" in line for line in node.stderr)
+
+
+def test_the_planner_slows_and_keeps_right_while_an_emergency_vehicle_is_reported(
+    procs: ProcGroup,
+) -> None:
+    """Closed loop at 10 m/s, cruise 15 m/s; a car 400 m ahead (beyond every plan) reported as an
+    emergency vehicle: the ego ends near the yielding speed, right of its lane's centre."""
+    diag = procs.echo(
+        '/diagnostics', 'diagnostic_msgs/msg/DiagnosticArray', '--idle', '2', '--timeout', '60'
+    )
+    node = procs.node(
+        'trajectory_node',
+        *('-r', '__node:=planner', '-r', '~/in/odometry:=/scene/odometry'),
+        *('-r', '~/in/objects:=/scene/objects', '-p', 'diagnostics_period_s:=0.5'),
+        *('-p', 'planner.desired_speed:=15.0', '-p', 'emergency.speed_mps:=6.0'),
+        name='planner',
+    )
+    scene = procs.spawn(
+        [
+            *(sys.executable, '-m', 'tests.nodes.scene_publisher'),
+            *('--seconds', '6', '--car-x', '400', '--emergency'),
+        ],
+        'scene',
+    )
+    assert scene.read_line(40) == 'READY'
+    line = scene.read_line(30)
+    assert line is not None and line.startswith('RESULT '), line
+    result = json.loads(line.split(' ', 1)[1])
+    assert result['followed'] > 50, result
+    assert result['final_v'] < 8.0, result  # from 10 m/s towards 6, not up towards 15
+    assert result['final_y'] < -0.4, result  # right of the centre line (offset -0.875)
+    node.popen.send_signal(signal.SIGINT)
+    statuses = [s for m in diag.messages(60)[0] for s in m['status'] if 'planner' in s['name']]
+    values = {kv['key']: kv['value'] for kv in statuses[-1]['values']}
+    assert values['yielding_to_emergency'] == 'True' and values['emergency_episodes'] == '1'

@@ -42,6 +42,7 @@ DELAY_NS = {
     'speed': 5_000_000,
 }
 OBJECT_CLASS = {'car': 1, 'truck': 2, 'pedestrian': 3, 'bicycle': 4, 'static': 6}
+EMERGENCY_VEHICLE = 7  # rt_fusion_msgs/Object CLASS_EMERGENCY_VEHICLE
 
 Item = tuple[int, int, str, str, Any]  # log_ns, tie-break, topic, type, message
 IMU_DEVICE_TOPIC = '/scenario/imu/device_time'
@@ -247,6 +248,7 @@ def truth_at(
             {
                 'id': a.id,
                 'class': a.cls,
+                'siren': a.siren,
                 'x': st['x'],
                 'y': st['y'],
                 'yaw': st['yaw'],
@@ -282,7 +284,8 @@ def _truth(ts: Any, world: World) -> Iterator[Item]:
                     ts,
                     'rt_fusion_msgs/msg/Object',
                     id=o['id'],
-                    object_class=OBJECT_CLASS[o['class']],
+                    # A vehicle with its siren on is an emergency vehicle, whatever its body.
+                    object_class=EMERGENCY_VEHICLE if o['siren'] else OBJECT_CLASS[o['class']],
                     class_probability=1.0,
                     existence_probability=1.0,
                     position=make(
