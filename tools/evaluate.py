@@ -304,7 +304,8 @@ def truth_frames(truth: dict[str, Any]) -> dict[int, list[ev.TruthObject]]:
                     float(o['ego_y']),
                     c * o['vx'] + s * o['vy'],
                     -s * o['vx'] + c * o['vy'],
-                    CLASS_BY_NAME.get(o['class'], ev.UNKNOWN),
+                    # a vehicle with its siren on is an emergency vehicle (the truth bag's class)
+                    ev.EMERGENCY if o.get('siren') else CLASS_BY_NAME.get(o['class'], ev.UNKNOWN),
                     bool(vis['camera'] or vis['radar']),
                 )
             )

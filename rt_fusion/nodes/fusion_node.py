@@ -38,7 +38,7 @@ from typing import Any, ClassVar
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from nav_msgs.msg import Odometry
 from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
-from rt_fusion_msgs.msg import Object, ObjectArray, RadarObjects
+from rt_fusion_msgs.msg import AudioChunk, Object, ObjectArray, RadarObjects
 from sensor_msgs.msg import Imu
 from std_msgs.msg import Float64, UInt64
 
@@ -251,6 +251,15 @@ class FusionNode(node_utils.DeviceNode):
                 ack=self._ack,
                 topic='~/in/audio',
                 events_topic='~/out/audio_events',
+            )
+        elif p.ack_topic:
+            # No hearing: the blocks are taken in unused and acknowledged (a lock-step replay of
+            # a bag with a microphone waits for every message it sends).
+            self.create_subscription(
+                AudioChunk,
+                '~/in/audio',
+                lambda _msg: self._ack(),
+                QoSProfile(depth=64, reliability=ReliabilityPolicy.RELIABLE),
             )
         self.diag_timer = self.create_timer(p.diagnostics_period_s, self._publish_diagnostics)
         with node_utils.param_prefix('rt.'):
