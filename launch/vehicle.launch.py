@@ -29,7 +29,6 @@ vehicle's CPUs); everything else is the file's.
 from __future__ import annotations
 
 import os
-import random
 import tempfile
 import wave
 from pathlib import Path
@@ -45,6 +44,7 @@ from launch.actions import (
 from launch.event_handlers import OnProcessIO
 from launch.substitutions import LaunchConfiguration
 
+from rt_fusion.core.linux import can_udp_port
 from rt_fusion.ros import graph
 
 GROUP = '239.74.163.2'
@@ -72,7 +72,7 @@ def _emulation(context: LaunchContext) -> tuple[list[object], dict[str, dict[str
     if missing:
         raise FileNotFoundError(f'emulate:=true needs the recordings in {data}: missing {missing}')
     tmp = Path(tempfile.mkdtemp(prefix='rt_fusion_emulate_'))
-    port = random.randint(20000, 40000)
+    port = can_udp_port()
     link = tmp / 'ttyMTi'
     audio = data / RECORDINGS['audio']
     with wave.open(str(audio)) as w:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import subprocess
 import sys
 import time
@@ -29,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from rt_fusion.core.latency import summarize_ns
+from rt_fusion.core.linux import can_udp_port
 from rt_fusion.core.protocols import xsens
 from rt_fusion.core.protocols.ars408 import (
     OBJ_EXTENDED,
@@ -199,7 +199,7 @@ def bench_nodes(quick: bool) -> dict[str, float]:
     out: dict[str, float] = {}
     log = DATA / 'radar_ars408' / 'candump-2026-06-24_154259.log'
     if log.is_file():
-        port = str(random.randint(20000, 40000))
+        port = str(can_udp_port())
         diag = _run(
             [
                 py,

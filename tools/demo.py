@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import functools
 import os
-import random
 import signal
 import subprocess
 import sys
@@ -40,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from rt_fusion.core.latency import summarize_ns
+from rt_fusion.core.linux import can_udp_port
 from rt_fusion.ros import params_file
 from rt_fusion_tools import report
 
@@ -462,7 +462,7 @@ def run_graph(
     ``conventional``: the fusion node takes the frames as sensor_msgs/Image over rclpy.
     """
     graph = Graph(args.out / 'logs' / ('conventional' if conventional else 'rt_fusion'), env)
-    port = random.randint(20000, 40000)
+    port = can_udp_port()
     link = Path(f'/tmp/rt_fusion_demo_imu_{os.getpid()}')
     probe = Probe()
     try:

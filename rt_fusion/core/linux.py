@@ -200,3 +200,16 @@ def stop_on_signals() -> None:
 
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, _interrupt)
+
+
+def can_udp_port() -> int:
+    """A random UDP port for an emulated CAN bus (python-can ``udp_multicast``).
+
+    Below DDS's ports: RTPS uses 7400 + 250 × domain + small offsets, for every domain up to
+    65535, and a multicast socket bound to a port receives every group's datagrams on it. A CAN
+    port drawn from 20000-40000 once met a DDS discovery port, and the radar node died on an
+    RTPS packet it could not unpack. Also below Linux's ephemeral ports (32768-60999).
+    """
+    import random  # noqa: PLC0415
+
+    return random.randint(4000, 7399)

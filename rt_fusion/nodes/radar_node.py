@@ -225,7 +225,12 @@ class RadarNode(node_utils.DeviceNode):
         deadline = time.monotonic() + p.echo_timeout_s
         state: RadarState | None = None
         while time.monotonic() < deadline and state is None:
-            msg = self.bus.recv(timeout=0.1)
+            try:
+                msg = self.bus.recv(timeout=0.1)
+            except can.CanError as err:  # a datagram the bus cannot unpack: counted, not fatal
+                self.bus_errors += 1
+                self.get_logger().error(f'CAN receive failed: {err}', throttle_duration_sec=5.0)
+                continue
             if msg is None:
                 continue
             for event in self._feed(msg):

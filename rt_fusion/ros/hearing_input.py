@@ -5,8 +5,9 @@ Input ``~/in/audio`` (rt_fusion_msgs/AudioChunk from microphone_node or a replay
 read in place from the microphone's shared-memory ring through the chunk's descriptor (copied out:
 a block is 2 KB), or taken from the message where it carries them inline (recordings, another
 host). Blocks are checked at the boundary and refused with a counted reason: an empty or
-inconsistent block, a sample rate other than the first one's, a stamp that goes back, a ring that
-cannot be read. A block the ring overwrote before it was read is counted as lost.
+inconsistent block, a sample rate other than the first one's, a stamp that goes back, a ring on
+another host (and no inline samples), a ring that cannot be read. A block the ring overwrote
+before it was read is counted as lost.
 
 A thread of its own runs the detector every hop (100 ms), off the executor and off the camera
 worker, and publishes ``~/out/audio_events`` (rt_fusion_msgs/AudioEvent: class, probability,
@@ -26,6 +27,7 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rt_fusion_msgs.msg import AudioChunk, AudioEvent
 
+from rt_fusion.core import linux
 from rt_fusion.core.frame import DescriptorError
 from rt_fusion.core.latency import LatencyRecorder
 from rt_fusion.core.perception import hearing as hr
@@ -72,6 +74,7 @@ class HearingInput:
         self.last_probabilities: tuple[float, ...] = ()
         self.active: dict[str, hr.AudioEvent] = {}
         self._last_stamp = -1
+        self._boot_id = linux.boot_id()
         self._readers: dict[str, ShmRingReader] = {}
         self._queue: collections.deque[tuple[int, np.ndarray, str]] = collections.deque()
         self._cond = threading.Condition()
@@ -131,6 +134,9 @@ class HearingInput:
                 self._reject('audio_size_mismatch')
                 return None
             return np.asarray(msg.samples, np.int16).reshape(msg.frames, msg.channels)
+        if msg.frame.boot_id != self._boot_id:  # another host or boot: its ring is not ours
+            self._reject('audio_ring_elsewhere')
+            return None
         try:
             desc = msg_to_descriptor(msg.frame)
             reader = self._readers.get(desc.segment)

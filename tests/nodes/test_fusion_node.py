@@ -261,12 +261,14 @@ def test_a_siren_in_the_microphone_ring_becomes_an_audio_event_and_bad_blocks_ar
             (AudioChunk(sample_rate=rate, channels=1, frames=4, samples=[1, 2, 3]), 10),  # size
             (AudioChunk(sample_rate=16_000, channels=1, frames=2, samples=[1, 2]), 10),  # rate
             (AudioChunk(sample_rate=rate, channels=1, frames=2, samples=[1, 2]), 1),  # back
+            (AudioChunk(sample_rate=rate, channels=1, frames=2), 12),  # a ring elsewhere
         ]
+        bad[-1][0].frame.boot_id = 'another-host'
         for msg, at_s in bad:
             msg.header.stamp = ns_to_time(t0 + at_s * 10**9)
             pub.publish(msg)
         end = time.monotonic() + 90
-        while not (latest.get('audio_rejected', '').count(',') == 3 and events):
+        while not (latest.get('audio_rejected', '').count(',') == 4 and events):
             assert time.monotonic() < end, f'events {events}, diagnostics {latest}'
             executor.spin_once(timeout_sec=0.2)
     finally:
@@ -284,5 +286,6 @@ def test_a_siren_in_the_microphone_ring_becomes_an_audio_event_and_bad_blocks_ar
         'audio_size_mismatch': '1',
         'audio_rate_changed': '1',
         'audio_out_of_order': '1',
+        'audio_ring_elsewhere': '1',
     }
     assert latest['audio_lost_blocks'] == '0'

@@ -3,10 +3,9 @@ fed by the real ARS408 candump log played at its recorded timing (sped up)."""
 
 from __future__ import annotations
 
-import random
-
 import pytest
 
+from rt_fusion.core.linux import can_udp_port
 from tests.conftest import ProcGroup, shared_file
 
 LOG = 'radar_ars408/candump-2026-06-24_154259.log'
@@ -31,7 +30,7 @@ def _radar(procs: ProcGroup, port: int, *params: str) -> object:
 
 def test_every_cycle_of_the_real_log_is_published(procs: ProcGroup) -> None:
     log = shared_file(LOG)
-    port = random.randint(20000, 40000)
+    port = can_udp_port()
     echo = procs.echo(
         '/radar/out/objects',
         'rt_fusion_msgs/msg/RadarObjects',
@@ -80,7 +79,7 @@ def test_every_cycle_of_the_real_log_is_published(procs: ProcGroup) -> None:
 @pytest.mark.parametrize('wrong', [False, True], ids=['echo-matches', 'echo-differs'])
 def test_sensor_configuration_is_sent_and_its_echo_checked(procs: ProcGroup, wrong: bool) -> None:
     log = shared_file(LOG)
-    port = random.randint(20000, 40000)
+    port = can_udp_port()
     sensor = procs.tool(
         'can_replay.py',
         str(log),
@@ -144,3 +143,45 @@ def test_bad_can_interface_fails_at_start_with_its_name(procs: ProcGroup) -> Non
     radar = procs.node('radar_node', '-p', 'interface:=socketcan', '-p', 'channel:=can_nope')
     assert radar.wait(30) == 2
     assert any("channel 'can_nope'" in line for line in radar.stderr)
+
+
+def test_datagrams_the_bus_cannot_unpack_are_counted_not_fatal(procs: ProcGroup) -> None:
+    """An RTPS packet on the CAN bus's UDP port (DDS shares the port space) while the radar is
+    being configured: the node counts it as a bus error and comes up (it died on one in CI)."""
+    import socket  # noqa: PLC0415
+    import threading  # noqa: PLC0415
+
+    port = can_udp_port()
+    stop = threading.Event()
+
+    def garbage() -> None:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+            sock.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 0)
+            while not stop.wait(0.02):  # paced: a steady trickle of foreign datagrams
+                sock.sendto(b'RTPS\x02\x03\x01\x0f' + bytes(40), (GROUP, port))
+
+    sender = threading.Thread(target=garbage, daemon=True)
+    sender.start()
+    try:
+        diag = procs.echo(
+            '/diagnostics',
+            'diagnostic_msgs/msg/DiagnosticArray',
+            '--count',
+            '1',
+            '--timeout',
+            '60',
+        )
+        radar = _radar(
+            procs,
+            port,
+            *('-p', 'configure_sensor:=true', '-p', 'require_echo:=false'),
+            *('-p', 'echo_timeout_s:=2.0', '-p', 'ego_rate_hz:=0.0'),
+        )
+        msgs, _ = diag.messages(70)
+        assert msgs, f'radar exit={radar.popen.poll()}:\n' + '\n'.join(radar.stderr[-20:])
+        values = {kv['key']: kv['value'] for kv in msgs[0]['status'][0]['values']}
+        assert int(values['bus_errors']) > 0, values
+        assert radar.popen.poll() is None
+    finally:
+        stop.set()
+        sender.join()
