@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import os
 import signal
 import sys
@@ -477,6 +478,9 @@ def run(
     A :class:`RtFusionError` during construction (a bad parameter, a missing device) is logged
     as fatal with its message and gives exit status 2, so launch files and tests see why.
     """
+    # A crash in native code (the planner's SIGSEGV at exit, not understood yet) prints every
+    # thread's Python stack to stderr, which launch logs keep.
+    faulthandler.enable(all_threads=True)
     argv = list(args) if args is not None else list(sys.argv)
     files = params_file.files_in_args(argv)
     try:  # before rclpy.init, which reports a broken file as an RCLError traceback
