@@ -6,14 +6,23 @@
 
 Each topic is recorded as the serialized bytes that arrived (no decode, no re-encode), with the
 receive time as log time. A type may be given as ``topic:type``; otherwise it is discovered from
-the graph (waiting up to ``--discover-s``). A shared-memory stream is recorded by its base topic
-(``/camera/out/image`` when ``/camera/out/image/shm`` carries ShmFrame descriptors): the recorder
-maps the ring, resolves each descriptor into a full ``sensor_msgs/Image`` and records that, so a
-bag never depends on a segment that is gone after the run.
+the graph (waiting up to ``--discover-s``).
+
+Each topic is subscribed with the QoS its publishers offer, as ``ros2 bag record`` does: reliable
+only when every publisher is reliable (a reliable subscription never matches a best-effort
+publisher, so radar objects and odometry would record nothing), transient-local only when every
+publisher is. ``--qos TOPIC=best_effort|reliable[,transient_local]`` sets it instead. A topic
+that records no message is an error at the end (exit status 1, named).
+
+A shared-memory stream is recorded by its base topic (``/camera/out/image`` when
+``/camera/out/image/shm`` carries ShmFrame descriptors): the recorder maps the ring, resolves each
+descriptor into a full ``sensor_msgs/Image`` and records that, so a bag never depends on a segment
+that is gone after the run.
 
 SIGINT or SIGTERM (or ``--duration``, ``--count``) ends the recording cleanly: the bag is
 closed with every message received up to then and readable by ``ros2 bag`` and rosbags. Prints
-``READY`` when subscribed, then a table of counts and ``RESULT messages=… topics=… bag_mb=…``.
+``READY`` when subscribed (with each topic's QoS), then a table of counts and
+``RESULT messages=… topics=… silent=… bag_mb=…``.
 """
 
 from __future__ import annotations
@@ -27,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import rclpy
-from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.serialization import serialize_message
 from rclpy.signals import SignalHandlerOptions
 from sensor_msgs.msg import Image
@@ -62,6 +71,50 @@ def _discover(node: Any, wanted: dict[str, str | None], seconds: float) -> dict[
         time.sleep(0.1)
 
 
+RELIABILITY = {
+    'reliable': ReliabilityPolicy.RELIABLE,
+    'best_effort': ReliabilityPolicy.BEST_EFFORT,
+}
+DURABILITY = {
+    'volatile': DurabilityPolicy.VOLATILE,
+    'transient_local': DurabilityPolicy.TRANSIENT_LOCAL,
+}
+
+
+def parse_qos(items: list[str]) -> dict[str, tuple[str, str]]:
+    """``--qos`` values: topic -> (reliability, durability).
+
+    Raises:
+        ValueError: not ``TOPIC=RELIABILITY[,DURABILITY]`` with known policy names.
+    """
+    out: dict[str, tuple[str, str]] = {}
+    for item in items:
+        topic, sep, policies = item.partition('=')
+        rel, _, dur = policies.partition(',')
+        dur = dur or 'volatile'
+        if not sep or not topic or rel not in RELIABILITY or dur not in DURABILITY:
+            raise ValueError(
+                f'--qos {item!r}: expected TOPIC=RELIABILITY[,DURABILITY] with reliability in '
+                f'{sorted(RELIABILITY)} and durability in {sorted(DURABILITY)}'
+            )
+        out[topic] = (rel, dur)
+    return out
+
+
+def offered_qos(node: Any, topic: str) -> tuple[str, str] | None:
+    """The (reliability, durability) that matches every publisher of ``topic`` now, or None
+    when it has none: reliable and transient-local only where every publisher offers them."""
+    infos = node.get_publishers_info_by_topic(topic)
+    if not infos:
+        return None
+    reliable = all(i.qos_profile.reliability == ReliabilityPolicy.RELIABLE for i in infos)
+    latched = all(i.qos_profile.durability == DurabilityPolicy.TRANSIENT_LOCAL for i in infos)
+    return (
+        'reliable' if reliable else 'best_effort',
+        'transient_local' if latched else 'volatile',
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     """Records until a signal or ``--duration``; returns the exit status."""
     parser = argparse.ArgumentParser(
@@ -76,6 +129,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--discover-s', type=float, default=10.0)
     parser.add_argument('--depth', type=int, default=1000, help='subscription queue depth')
     parser.add_argument(
+        '--qos',
+        action='append',
+        default=[],
+        metavar='TOPIC=POLICY',
+        help="subscription QoS of a topic instead of its publishers' offer: "
+        'TOPIC=best_effort|reliable[,transient_local|volatile] (repeatable)',
+    )
+    parser.add_argument(
         '--ack',
         metavar='TOPIC',
         help='after each message written, publish std_msgs/UInt64 (the count) here: '
@@ -88,6 +149,13 @@ def main(argv: list[str] | None = None) -> int:
     for item in args.topics:
         topic, _, typename = item.partition(':')
         wanted[topic] = typename or None
+    try:
+        explicit = parse_qos(args.qos)
+    except ValueError as err:
+        parser.error(str(err))
+    stray = sorted(set(explicit) - set(wanted))
+    if stray:
+        parser.error(f'--qos for topics not recorded: {stray}')
 
     stop = threading.Event()
 
@@ -107,8 +175,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     writer = BagWriter(args.out, typestore())
     lock = threading.Lock()
-    qos = QoSProfile(depth=args.depth, reliability=ReliabilityPolicy.RELIABLE)
-    ack_pub = node.create_publisher(UInt64, args.ack, qos) if args.ack else None
+    reliable = QoSProfile(depth=args.depth, reliability=ReliabilityPolicy.RELIABLE)
+    ack_pub = node.create_publisher(UInt64, args.ack, reliable) if args.ack else None
+    policies: dict[str, str] = {}
 
     def written() -> None:
         total = sum(writer.counts.values())
@@ -117,7 +186,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.count and total >= args.count:
             stop.set()
 
-    keep: list[Any] = []
+    keep: list[ShmSubscription] = []
+    subs: dict[str, Any] = {}
+    callbacks: dict[str, Any] = {}
     for topic, typename in types.items():
         if typename == SHM_TYPE:
             codec = ImageCodec()
@@ -139,33 +210,77 @@ def main(argv: list[str] | None = None) -> int:
                 writer.write_raw(topic, typename, time.time_ns(), data)
             written()
 
-        keep.append(
-            node.create_subscription(message_class(typename), topic, on_raw, qos, raw=True)
+        callbacks[topic] = on_raw
+
+    def subscribe(topic: str, rel: str, dur: str) -> None:
+        old = subs.pop(topic, None)
+        if old is not None:
+            node.destroy_subscription(old)
+        policies[topic] = rel if dur == 'volatile' else f'{rel},{dur}'
+        qos = QoSProfile(
+            depth=args.depth, reliability=RELIABILITY[rel], durability=DURABILITY[dur]
         )
+        cls = message_class(types[topic])
+        subs[topic] = node.create_subscription(cls, topic, callbacks[topic], qos, raw=True)
+
+    # A topic typed on the command line may have no publisher yet: it starts reliable and adapts
+    # to the first publishers seen (as ros2 bag record does); a topic that stays silent fails.
+    undecided: set[str] = set()
+    for topic in callbacks:
+        offer = explicit.get(topic) or offered_qos(node, topic)
+        if offer is None:
+            undecided.add(topic)
+        subscribe(topic, *(offer or ('reliable', 'volatile')))
     executor = make_executor()
     executor.add_node(node)
-    print('READY ' + ' '.join(f'{t}:{ty}' for t, ty in types.items()), flush=True)
+    print(
+        'READY ' + ' '.join(f'{t}:{ty}' for t, ty in types.items()),
+        ' '.join(f'{t}={q}' for t, q in policies.items()),
+        flush=True,
+    )
     start = time.monotonic()
     try:
+        next_check = start
         while not stop.is_set():
             executor.spin_once(timeout_sec=0.05)
-            if args.duration and time.monotonic() - start >= args.duration:
+            now = time.monotonic()
+            if args.duration and now - start >= args.duration:
                 break
+            if undecided and now >= next_check:
+                next_check = now + 0.2
+                for topic in sorted(undecided):
+                    offer = offered_qos(node, topic)
+                    if offer is not None:
+                        undecided.discard(topic)
+                        if offer != ('reliable', 'volatile'):
+                            subscribe(topic, *offer)
+                            print(f'QOS {topic}={policies[topic]}', flush=True)
     finally:
-        for sub in keep:
-            if isinstance(sub, ShmSubscription):
-                sub.destroy()
+        for shm in keep:
+            shm.destroy()
         with lock:
             writer.close()
         node.destroy_node()
         compat.try_shutdown()
     size = sum(p.stat().st_size for p in args.out.iterdir())
-    for topic, n in sorted(writer.counts.items()):
-        report.console.print(f'  {topic:36s} {n:7d}')
+    for topic in sorted(types):
+        report.console.print(
+            f'  {topic:36s} {writer.counts.get(topic, 0):7d}  {policies.get(topic, "shm")}'
+        )
+    silent = sorted(t for t in types if not writer.counts.get(t))
+    if silent:
+        print(
+            f'record: no message recorded on {silent}: no publisher, or one whose QoS no '
+            'subscription here matches (see --qos)',
+            file=sys.stderr,
+        )
     report.result_line(
-        messages=sum(writer.counts.values()), topics=len(writer.counts), bag_mb=size / 1e6
+        messages=sum(writer.counts.values()),
+        topics=len(writer.counts),
+        silent=len(silent),
+        bag_mb=size / 1e6,
     )
-    return 0
+    return 1 if silent else 0
 
 
 if __name__ == '__main__':

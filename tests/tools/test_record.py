@@ -5,9 +5,11 @@ recorded as full images."""
 from __future__ import annotations
 
 import signal
+import sys
 import time
 import zlib
 from pathlib import Path
+from typing import Any
 
 import cv2
 import numpy as np
@@ -153,3 +155,78 @@ def test_a_generated_scenario_replays_in_lockstep_message_for_message(
     assert [m.topic for m in recorded] == [m.topic for m in original]  # once each, in order
     for a, b in zip(original, recorded, strict=True):
         assert ts.serialize_cdr(a.msg, a.msgtype) == ts.serialize_cdr(b.msg, b.msgtype), a.topic
+
+
+def _talker(procs: ProcGroup, topic: str, *args: str) -> object:
+    proc = procs.spawn(
+        [sys.executable, '-m', 'tests.tools.qos_talker', topic, *args], f'talker {topic}'
+    )
+    proc.read_until('READY', 60)
+    return proc
+
+
+def test_best_effort_publishers_are_recorded_with_the_qos_they_offer(
+    procs: ProcGroup, tmp_path: Path
+) -> None:
+    """A reliable-only recorder matched no best-effort publisher and recorded nothing (exit 0).
+    Now: one best-effort topic found in the graph, one typed on the command line whose
+    best-effort publisher starts after the recorder, one reliable: all three are recorded."""
+    _talker(procs, '/rec/found', '--best-effort', '--rate', '5')  # alone: 30 s to --count
+    out = tmp_path / 'qos'
+    rec = procs.tool(
+        'record.py',
+        '--out',
+        str(out),
+        '--count',
+        '150',
+        '/rec/found',
+        '/rec/later:std_msgs/msg/UInt64',
+        '/rec/reliable:std_msgs/msg/UInt64',
+        name='record',
+    )
+    ready = rec.read_until('READY', 60)[1]
+    assert '/rec/found=best_effort' in ready
+    _talker(procs, '/rec/later', '--best-effort')
+    _talker(procs, '/rec/reliable')
+    assert rec.wait(120) == 0
+    counts = {
+        t: sum(1 for _ in iter_messages(out, [t]))
+        for t in ('/rec/found', '/rec/later', '/rec/reliable')
+    }
+    assert all(n > 0 for n in counts.values()), counts
+    assert sum(counts.values()) >= 150
+
+
+def test_a_topic_that_records_nothing_fails_with_its_name(
+    procs: ProcGroup, tmp_path: Path
+) -> None:
+    _talker(procs, '/rec/alive', '--best-effort')
+    rec = procs.tool(
+        'record.py',
+        '--out',
+        str(tmp_path / 'silent'),
+        '--count',
+        '20',
+        '/rec/alive',
+        '/rec/nobody:std_msgs/msg/UInt64',
+        name='record',
+    )
+    assert rec.wait(120) == 1
+    assert 'silent=1' in rec.read_until('RESULT ', 10)[1]
+    assert _stderr_has(rec, "no message recorded on ['/rec/nobody']")
+
+
+def test_bad_qos_arguments_fail_with_the_option_named(procs: ProcGroup, tmp_path: Path) -> None:
+    out = str(tmp_path / 'x')
+    rec = procs.tool('record.py', '--out', out, '--qos', '/a=sometimes', '/a:std_msgs/msg/UInt64')
+    assert rec.wait(60) == 2
+    assert _stderr_has(rec, "--qos '/a=sometimes'")
+
+
+def _stderr_has(proc: Any, text: str, deadline_s: float = 30.0) -> bool:
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        if any(text in line for line in proc.stderr):
+            return True
+        time.sleep(0.05)  # paced: the stderr reader thread
+    return False
