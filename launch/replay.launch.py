@@ -44,6 +44,7 @@ def generate_launch_description() -> LaunchDescription:
         'restamp': LaunchConfiguration('restamp'),
         'ack_topic': LaunchConfiguration('ack_topic'),
         'start_topic': LaunchConfiguration('start_topic'),
+        'loops': LaunchConfiguration('loops'),
         'publish_clock': False,
         'wait_subscribers_s': 30.0,
     }
@@ -58,6 +59,9 @@ def generate_launch_description() -> LaunchDescription:
             'mode', default_value='realtime', description='realtime, lockstep or fast'
         ),
         DeclareLaunchArgument('rate', default_value='1.0', description='realtime speed factor'),
+        DeclareLaunchArgument(
+            'loops', default_value='1', description='passes over the bag (0: until stopped)'
+        ),
         DeclareLaunchArgument(
             'audio',
             default_value='false',

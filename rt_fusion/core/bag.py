@@ -7,7 +7,8 @@ them to rclpy messages with ``rclpy.serialization`` where they must publish them
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Sequence
+import heapq
+from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,10 +46,16 @@ def open_reader(path: Path | str) -> Any:
 
 
 def iter_messages(
-    path: Path | str, topics: Sequence[str] | None = None, *, decode: bool = True
+    path: Path | str,
+    topics: Sequence[str] | None = None,
+    *,
+    decode: bool = True,
+    skip: Collection[tuple[str, int]] = (),
 ) -> Iterator[BagMessage]:
     """Messages of ``topics`` (all when None) in log-time order; ``decode=False`` leaves
-    ``msg`` None (replay publishes the stored bytes)."""
+    ``msg`` None (replay publishes the stored bytes). ``skip``: MCAP chunks left out, as
+    (file name, byte offset) — the corrupt ones :func:`rt_fusion.core.bag_integrity.verify`
+    found (:attr:`~rt_fusion.core.bag_integrity.Integrity.skip_chunks`)."""
     with open_reader(path) as reader:
         conns = [c for c in reader.connections if topics is None or c.topic in topics]
         if topics is not None:
@@ -56,9 +63,44 @@ def iter_messages(
             if missing:
                 have = sorted({c.topic for c in reader.connections})
                 raise BagError(f'bag {path} has no topic {sorted(missing)} (it has {have})')
+        if skip:
+            wanted = {c.topic for c in conns}
+            for topic, msgtype, t, raw in _mcap_messages(Path(path), wanted, set(skip)):
+                msg = reader.deserialize(raw, msgtype) if decode else None
+                yield BagMessage(topic, msgtype, t, msg, raw)
+            return
         for conn, t, raw in reader.messages(connections=conns):
             msg = reader.deserialize(raw, conn.msgtype) if decode else None
             yield BagMessage(conn.topic, conn.msgtype, int(t), msg, bytes(raw))
+
+
+def _mcap_messages(
+    folder: Path, topics: set[str], skip: set[tuple[str, int]]
+) -> Iterator[tuple[str, str, int, bytes]]:
+    """(topic, type, log time, raw) of a bag's MCAP files in log-time order, read by rosbags'
+    MCAP reader with the ``skip`` chunks taken out of its chunk index (exactly those chunks'
+    messages are left out, whatever their time ranges)."""
+    from rosbags.rosbag2.storage_mcap import McapReader  # noqa: PLC0415
+
+    if folder.is_file():
+        folder = folder.parent
+    readers = []
+    try:
+        sources = []
+        for file in sorted(folder.glob('*.mcap')):
+            r = McapReader(file)
+            r.open()
+            readers.append(r)
+            r.chunks = [c for c in r.chunks if (file.name, c.chunk_start_offset) not in skip]
+            conns = [c for c in r.connections if c.topic in topics]
+            sources.append(
+                (int(t), c.topic, c.msgtype, bytes(raw)) for c, t, raw in r.messages(conns)
+            )
+        for t, topic, msgtype, raw in heapq.merge(*sources, key=lambda m: m[0]):
+            yield topic, msgtype, t, raw
+    finally:
+        for r in readers:
+            r.close()
 
 
 def image_to_array(msg: Any, msgtype: str) -> tuple[npt.NDArray[Any], str]:

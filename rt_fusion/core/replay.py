@@ -80,6 +80,17 @@ class ReplayParams:
         default=120.0,
         low=0.0,
     )
+    loops: int = param(
+        'passes over the bag (0: until stopped; a soak test). Each pass re-anchors the '
+        'realtime pacing and restamping, so restamped stamps keep increasing',
+        default=1,
+        low=0,
+    )
+    strict: bool = param(
+        'refuse a bag with a corrupt chunk (CRC mismatch) at start-up; otherwise its chunk is '
+        'skipped and reported (topics, time range, messages)',
+        default=False,
+    )
     stamp_from: tuple[str, ...] = param(
         "header stamps taken from a trigger topic, each 'topic<-trigger' (the latest trigger "
         'stamp at or before the message replaces its stamp; e.g. radar scans and their '

@@ -32,6 +32,7 @@ from rosgraph_msgs.msg import Clock
 from std_msgs.msg import UInt64
 
 from rt_fusion.core.bag import BagError, image_to_array, iter_messages, open_reader
+from rt_fusion.core.bag_integrity import IntegrityError, verify
 from rt_fusion.core.errors import ParameterError
 from rt_fusion.core.replay import Pacer, ReplayParams, Restamper, parse_pairs, parse_remaps
 from rt_fusion.ros import node_utils
@@ -61,6 +62,7 @@ class ReplayNode(node_utils.DeviceNode):
         self.finished: Future = Future()  # of int (exit status)
         self.pubs: dict[str, Any] = {}
         self.sent = 0
+        self.passes = 0
         self.ack_timeouts = 0
         self._acked = threading.Event()
         self._start = threading.Event()  # start_topic
@@ -79,6 +81,16 @@ class ReplayNode(node_utils.DeviceNode):
             raise ParameterError('bag', p.bag, str(err)) from err
         except Exception as err:
             raise ParameterError('bag', p.bag, f'not a readable rosbag2: {err}') from err
+        try:
+            self.integrity = verify(p.bag)
+        except IntegrityError as err:
+            raise ParameterError('bag', p.bag, f'unreadable MCAP: {err}') from err
+        for bad in self.integrity.corrupt:
+            self.get_logger().error(f'corrupt: {bad.describe()}')
+            print(f'CORRUPT {bad.describe()}', flush=True)
+        if self.integrity.corrupt and p.strict:
+            raise ParameterError('bag', p.bag, f'corrupt (strict): {self.integrity.summary()}')
+        self.get_logger().info(f'bag integrity: {self.integrity.summary()}')
         topics = list(p.topics) or sorted(types)
         self.shm_map = parse_remaps(p.shm, 'shm')
         self.stamp_map = parse_pairs(p.stamp_from)
@@ -110,7 +122,10 @@ class ReplayNode(node_utils.DeviceNode):
             and 'stamp' not in cls.get_fields_and_field_types()  # type: ignore[attr-defined]
         }
         for topic, base in self.shm_map.items():
-            first = self._image(topic, next(iter_messages(Path(p.bag), [topic], decode=False)).raw)
+            first_msg = next(
+                iter_messages(Path(p.bag), [topic], decode=False, skip=self.integrity.skip_chunks)
+            )
+            first = self._image(topic, first_msg.raw)
             # Domain, namespace, node and topic in the name: two graphs never share a ring.
             name = segment_name(self, base)
             self.shm_pubs[topic] = ShmPublisher(
@@ -179,14 +194,32 @@ class ReplayNode(node_utils.DeviceNode):
                     return
         if self._stop.wait(p.start_delay_s):
             return
+        started = time.monotonic()
+        while p.loops == 0 or self.passes < p.loops:
+            if not self._play_once(p):
+                return
+            self.passes += 1
+        skipped = self.integrity.skipped
+        self.get_logger().info(
+            f'replayed {self.sent} messages of {len(self.topics)} topics in '
+            f'{time.monotonic() - started:.1f} s ({p.mode}; {self.ack_timeouts} ack timeouts; '
+            f'{skipped} messages in corrupt chunks skipped)'
+        )
+        line = f'REPLAYED {self.sent} ack_timeouts={self.ack_timeouts}'
+        print(line + (f' skipped_corrupt={skipped}' if skipped else ''), flush=True)
+        if not self.finished.done():
+            self.finished.set_result(self.sent)
+
+    def _play_once(self, p: ReplayParams) -> bool:
+        """One pass over the bag; False when stopped."""
         pacer = Pacer(p.rate)
         restamp = Restamper(p.rate if p.mode == 'realtime' else 1.0)
-        started = time.monotonic()
         triggers = set(self.stamp_map.values())
         published = set(self.topics)
-        for m in iter_messages(Path(p.bag), self.read_topics, decode=False):
+        skip = self.integrity.skip_chunks
+        for m in iter_messages(Path(p.bag), self.read_topics, decode=False, skip=skip):
             if self._stop.is_set():
-                return
+                return False
             if m.topic in triggers:
                 trig: Any = deserialize_message(m.raw, self.classes[m.topic])
                 trig_stamp = trig.stamp if hasattr(trig, 'stamp') else trig.header.stamp
@@ -198,7 +231,7 @@ class ReplayNode(node_utils.DeviceNode):
                     pacer.due_ns(m.log_time_ns, time.monotonic_ns()) - time.monotonic_ns()
                 ) / 1e9
                 if delay > 0 and self._stop.wait(delay):  # paced: the recorded timeline
-                    return
+                    return False
             if self.clock_pub is not None:
                 self.clock_pub.publish(Clock(clock=ns_to_time(m.log_time_ns)))
             self._acked.clear()
@@ -230,13 +263,7 @@ class ReplayNode(node_utils.DeviceNode):
                     f'no acknowledgement on {p.ack_topic} within {p.ack_timeout_s} s',
                     throttle_duration_sec=5.0,
                 )
-        self.get_logger().info(
-            f'replayed {self.sent} messages of {len(self.topics)} topics in '
-            f'{time.monotonic() - started:.1f} s ({p.mode}; {self.ack_timeouts} ack timeouts)'
-        )
-        print(f'REPLAYED {self.sent} ack_timeouts={self.ack_timeouts}', flush=True)
-        if not self.finished.done():
-            self.finished.set_result(self.sent)
+        return True
 
     def _image(self, topic: str, raw: bytes) -> BagImage:
         """A bag image message decoded: BGR/RGB/mono array, encoding, stamp and frame id."""

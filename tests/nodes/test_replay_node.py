@@ -262,3 +262,42 @@ def test_generated_camera_frames_go_through_shared_memory(procs: ProcGroup, tmp_
     assert [f['stamp_ns'] for f in frames] == stamps
     assert frames[0]['shape'] == [360, 640, 3] and frames[0]['encoding'] == 'bgr8'
     assert _replay_generated.wait(30) == 0
+
+
+def test_a_corrupt_chunk_is_reported_and_skipped_or_refused_with_strict(
+    procs: ProcGroup, tmp_path
+) -> None:  # type: ignore[no-untyped-def]
+    """8 KB of random bytes in the middle of a generated bag (it carries chunk CRCs): the
+    replay names the chunk (topics, time range, messages) and sends every other message; with
+    strict:=true it refuses the bag at start-up. Before, all of it replayed as valid data."""
+    import numpy as np  # noqa: PLC0415
+    import yaml  # noqa: PLC0415
+
+    from rt_fusion.core.bag_integrity import verify  # noqa: PLC0415
+    from rt_fusion.core.scenario.generate import generate  # noqa: PLC0415
+    from tests.conftest import ROOT  # noqa: PLC0415
+
+    scenario = yaml.safe_load((ROOT / 'config' / 'scenarios' / 'cut_in.yaml').read_text())
+    generate(scenario, 6.0, 1, tmp_path)
+    bag = tmp_path / 'bag'
+    total = sum(1 for _ in iter_messages(bag, decode=False))
+    mcap = next(bag.glob('*.mcap'))
+    with mcap.open('r+b') as f:
+        f.seek(mcap.stat().st_size // 2)
+        f.write(np.random.default_rng(3).integers(0, 256, 8192, dtype=np.uint8).tobytes())
+    report = verify(bag)
+    assert len(report.corrupt) == 1 and report.skipped > 0
+
+    strict = procs.node('replay_node', '-p', f'bag:={bag}', '-p', 'strict:=true', name='strict')
+    assert strict.wait(60) == 2
+    assert any("'bag'" in line and 'corrupt' in line for line in strict.stderr), strict.stderr
+
+    replay = procs.node(
+        'replay_node', '-p', f'bag:={bag}', '-p', 'mode:=fast', '-p', 'start_delay_s:=0.0'
+    )
+    before, line = replay.read_until('REPLAYED ', 120)
+    sent = total - report.skipped
+    assert line == f'REPLAYED {sent} ack_timeouts=0 skipped_corrupt={report.skipped}'
+    corrupt = [x for x in before if x.startswith('CORRUPT ')]
+    assert len(corrupt) == 1 and 'CRC mismatch' in corrupt[0] and '/imu/out/imu' in corrupt[0]
+    assert replay.wait(60) == 0

@@ -108,6 +108,7 @@ class BagWriter:
         if storage not in plugins:
             raise RtFusionError(f'storage {storage!r} is not one of {sorted(plugins)}')
         self.ts = ts
+        self.path = path
         self.writer = Writer(path, version=9, storage_plugin=plugins[storage])
         self.writer.open()
         self.conns: dict[str, Any] = {}
@@ -134,5 +135,9 @@ class BagWriter:
         self.counts[topic] = self.counts.get(topic, 0) + 1
 
     def close(self) -> None:
-        """Writes the index and metadata.yaml."""
+        """Writes the index and metadata.yaml, then the chunk CRCs (rosbags leaves them 0)."""
+        from rt_fusion.core.bag_integrity import add_crcs  # noqa: PLC0415
+
         self.writer.close()
+        for mcap in sorted(self.path.glob('*.mcap')):
+            add_crcs(mcap)

@@ -1,0 +1,296 @@
+#!/usr/bin/env python3
+"""Soak: the full replay graph on a looped scenario for a long time, watched minute by minute.
+
+  python tools/soak.py --minutes 30                 # the acceptance run (README)
+  python tools/soak.py --minutes 3 --sample-s 20    # a quick look
+
+``launch/replay.launch.py`` (replay -> fusion -> planner, camera frames through shared memory,
+stamps moved onto the host clock) replays a generated scenario in real time, over and over
+(``loops:=0``). Every ``--sample-s`` it records, per node process: resident memory (VmRSS) and
+open file descriptors; the shared-memory segments of its ROS domain in /dev/shm; and for the
+frames of that interval: camera committed -> fused objects published and -> trajectory published
+latency (P50/P99/max), and frames lost (a committed frame whose stamp never comes out of the
+fusion node). Growth is measured from the first sample after ``--warmup-min``.
+
+Writes ``soak.json`` and ``soak.png`` under ``--out``, prints a table per sample, and a last line
+``RESULT minutes=… rss_growth_pct=… fds_growth=… shm_growth=… frames=… lost=…
+e2e_p99_first_ms=… e2e_p99_last_ms=… died=…``. Exit status 1 when a node died or the graph fed
+nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rt_fusion.core.latency import summarize_ns
+from rt_fusion_tools import report
+
+ROOT = Path(__file__).resolve().parents[1]
+START_TOPIC = '/soak/start'
+GRACE_NS = 3_000_000_000  # a frame younger than this at a sample may still be in flight
+
+
+def node_processes(pgid: int) -> dict[str, int]:
+    """name -> pid of the rt_fusion node processes of a launch's process group."""
+    out: dict[str, int] = {}
+    for entry in Path('/proc').iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / 'stat').read_text()
+            if int(stat[stat.rindex(')') + 2 :].split()[2]) != pgid:
+                continue
+            argv = (entry / 'cmdline').read_bytes().split(b'\0')
+        except (OSError, ValueError, IndexError):
+            continue
+        names = [Path(a.decode(errors='replace')).name for a in argv[:2]]
+        node = next((n for n in names if n.endswith('_node')), None)
+        if node is not None:
+            out[node] = int(entry.name)
+    return out
+
+
+def process_stats(pid: int) -> tuple[float, int]:
+    """(resident MB, open file descriptors) of a process; (nan, 0) once it is gone."""
+    try:
+        status = Path(f'/proc/{pid}/status').read_text()
+        rss_kb = next(int(x.split()[1]) for x in status.splitlines() if x.startswith('VmRSS:'))
+        fds = len(os.listdir(f'/proc/{pid}/fd'))
+    except (OSError, StopIteration, ValueError):
+        return float('nan'), 0
+    return rss_kb / 1024.0, fds
+
+
+def shm_segments(domain: str) -> int:
+    """Shared-memory segments of this ROS domain's rt_fusion rings."""
+    prefix = f'rt_fusion_d{domain}_'
+    return sum(1 for p in Path('/dev/shm').iterdir() if p.name.startswith(prefix))
+
+
+class Watch:
+    """The probe: committed frames (their descriptors), fused objects and trajectories."""
+
+    def __init__(self) -> None:
+        import rclpy  # noqa: PLC0415
+        from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: PLC0415
+        from rt_fusion_msgs.msg import ObjectArray, ShmFrame, Trajectory  # noqa: PLC0415
+
+        from rt_fusion.ros.conversions import time_to_ns  # noqa: PLC0415
+
+        rclpy.init()
+        self.rclpy = rclpy
+        self.node = rclpy.create_node('soak_probe')
+        qos = QoSProfile(depth=500, reliability=ReliabilityPolicy.RELIABLE)
+        self.committed: list[int] = []  # frame stamps
+        self.fused: dict[int, int] = {}  # frame stamp -> objects published_ns
+        self.planned: dict[int, int] = {}  # frame stamp -> trajectory published_ns
+
+        def on_frame(m: Any) -> None:
+            if m.encoding != 'HELLO':
+                self.committed.append(time_to_ns(m.header.stamp))
+
+        def on_objects(m: Any) -> None:
+            self.fused.setdefault(time_to_ns(m.header.stamp), int(m.published_ns))
+
+        def on_plan(m: Any) -> None:
+            self.planned.setdefault(time_to_ns(m.objects_stamp), int(m.published_ns))
+
+        self.node.create_subscription(ShmFrame, '/camera/out/image/shm', on_frame, qos)
+        self.node.create_subscription(ObjectArray, '/fusion/out/objects', on_objects, qos)
+        self.node.create_subscription(Trajectory, '/planner/out/trajectory', on_plan, qos)
+
+    def spin(self, seconds: float) -> None:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            self.rclpy.spin_once(self.node, timeout_sec=0.05)
+
+    def close(self) -> None:
+        from rt_fusion.ros import compat  # noqa: PLC0415
+
+        self.node.destroy_node()
+        compat.try_shutdown()
+
+
+def interval(watch: Watch, lo_ns: int, hi_ns: int) -> dict[str, Any]:
+    """Frames committed with stamps in [lo, hi): how many, lost, and their latencies [ms]."""
+    frames = [s for s in watch.committed if lo_ns <= s < hi_ns]
+    fused = [watch.fused[s] - s for s in frames if s in watch.fused]
+    planned = [watch.planned[s] - s for s in frames if s in watch.planned]
+    fs, ps = summarize_ns(fused), summarize_ns(planned)
+    return {
+        'frames': len(frames),
+        'lost': sum(1 for s in frames if s not in watch.fused),
+        'fusion_p50_ms': fs.p50_us / 1e3,
+        'fusion_p99_ms': fs.p99_us / 1e3,
+        'e2e_p50_ms': ps.p50_us / 1e3,
+        'e2e_p99_ms': ps.p99_us / 1e3,
+        'e2e_max_ms': ps.max_us / 1e3,
+    }
+
+
+def plot(path: Path, samples: list[dict[str, Any]], warmup_min: float) -> None:
+    import matplotlib  # noqa: PLC0415
+
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    t = [s['minute'] for s in samples]
+    fig, axes = plt.subplots(2, 2, figsize=(11, 7), sharex=True)
+    ax = axes[0][0]
+    for name in sorted({n for s in samples for n in s['rss_mb']}):
+        ax.plot(t, [s['rss_mb'].get(name, np.nan) for s in samples], label=name)
+    ax.set_ylabel('resident memory [MB]')
+    ax.legend(fontsize=8)
+    ax = axes[0][1]
+    ax.plot(t, [s['fds'] for s in samples], label='open files (all nodes)')
+    ax.plot(t, [s['shm_segments'] for s in samples], label='shm segments')
+    ax.set_ylabel('count')
+    ax.legend(fontsize=8)
+    ax = axes[1][0]
+    ax.plot(t, [s['e2e_p50_ms'] for s in samples], label='camera → trajectory P50')
+    ax.plot(t, [s['e2e_p99_ms'] for s in samples], label='camera → trajectory P99')
+    ax.plot(t, [s['fusion_p99_ms'] for s in samples], label='camera → fused objects P99')
+    ax.set_ylabel('latency [ms]')
+    ax.set_xlabel('minutes')
+    ax.legend(fontsize=8)
+    ax = axes[1][1]
+    ax.bar(t, [s['lost'] for s in samples], width=0.6 * (t[1] - t[0]) if len(t) > 1 else 0.5)
+    ax.set_ylabel('frames lost per sample')
+    ax.set_xlabel('minutes')
+    for row in axes:
+        for a in row:
+            a.axvspan(0, warmup_min, color='0.9', zorder=0)
+            a.grid(alpha=0.3)
+    fig.suptitle('rt_fusion soak: replay → fusion → planner, looped scenario (grey: warm-up)')
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Runs the soak; returns the exit status."""
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument('--minutes', type=float, default=30.0)
+    parser.add_argument('--sample-s', type=float, default=60.0, help='seconds per sample')
+    parser.add_argument('--warmup-min', type=float, default=2.0, help='left out of the growth')
+    parser.add_argument('--scenario', default='cut_in')
+    parser.add_argument('--seconds', type=float, default=20.0, help='scenario length (a loop)')
+    parser.add_argument('--backend', default='onnxruntime')
+    parser.add_argument('--device', default='cpu')
+    parser.add_argument('--infer-period-s', type=float, default=None)
+    parser.add_argument('--out', type=Path, default=ROOT / 'results' / 'soak')
+    args = parser.parse_args(argv)
+    if args.sample_s <= 0 or args.minutes * 60 < 2 * args.sample_s:
+        parser.error('--minutes must span at least two samples of --sample-s')
+    domain = os.environ.get('ROS_DOMAIN_ID', '43')
+    os.environ.update(ROS_DOMAIN_ID=domain, ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST')
+    args.out.mkdir(parents=True, exist_ok=True)
+
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: PLC0415
+    from std_msgs.msg import UInt64  # noqa: PLC0415
+
+    from rt_fusion.ros import launching  # noqa: PLC0415
+    from rt_fusion_tools import demo  # noqa: PLC0415
+
+    bag, _speed = demo.make_scenario_bag(args)
+    config = demo.scenario_params(args, False, args.out / 'params.yaml')
+    watch = Watch()
+    latched = QoSProfile(
+        depth=1,
+        reliability=ReliabilityPolicy.RELIABLE,
+        durability=DurabilityPolicy.TRANSIENT_LOCAL,
+    )
+    start = watch.node.create_publisher(UInt64, START_TOPIC, latched)
+    launched = launching.LaunchedGraph(
+        'replay.launch.py',
+        {
+            'bag': str(bag),
+            'config': str(config),
+            'mode': 'realtime',
+            'restamp': 'true',
+            'loops': '0',
+            'start_topic': START_TOPIC,
+        },
+        env={'PYTHONUNBUFFERED': '1'},
+        log=args.out / 'launch.log',
+    )
+    samples: list[dict[str, Any]] = []
+    died: list[str] = []
+    try:
+        end = time.monotonic() + 120.0
+        while not all(
+            watch.node.get_publishers_info_by_topic(t)
+            for t in ('/fusion/out/objects', '/planner/out/trajectory')
+        ):
+            if launched.died() or time.monotonic() > end:
+                raise SystemExit(f'soak: the graph did not come up; see {args.out}/launch.log')
+            watch.spin(0.2)
+        start.publish(UInt64(data=1))
+        t0_mono, t0_ns = time.monotonic(), time.time_ns()
+        pids = node_processes(launched.popen.pid)
+        report.console.print(
+            f'soak: {args.minutes:g} min of {args.scenario} ({args.seconds:g} s a loop), '
+            f'nodes {sorted(pids)}; a sample every {args.sample_s:g} s'
+        )
+        k = 1
+        while time.monotonic() - t0_mono < args.minutes * 60 + 1e-3:
+            watch.spin(max(0.0, t0_mono + k * args.sample_s - time.monotonic()))
+            now_ns = time.time_ns()
+            lo = t0_ns + (k - 1) * int(args.sample_s * 1e9) - GRACE_NS
+            stats = {n: process_stats(pid) for n, pid in pids.items()}
+            sample = {
+                'minute': k * args.sample_s / 60.0,
+                'rss_mb': {n: round(s[0], 1) for n, s in stats.items()},
+                'fds': sum(s[1] for s in stats.values()),
+                'shm_segments': shm_segments(domain),
+                **interval(watch, lo if k > 1 else 0, now_ns - GRACE_NS),
+            }
+            samples.append(sample)
+            report.console.print(
+                f'  {sample["minute"]:6.1f} min  RSS {sum(sample["rss_mb"].values()):7.1f} MB  '
+                f'fds {sample["fds"]:4d}  shm {sample["shm_segments"]:2d}  '
+                f'frames {sample["frames"]:5d} lost {sample["lost"]:3d}  '
+                f'e2e P50/P99 {sample["e2e_p50_ms"]:.2f}/{sample["e2e_p99_ms"]:.2f} ms'
+            )
+            died = launched.died()
+            if died:
+                report.console.print(f'[red]soak: {died} died[/]')
+                break
+            k += 1
+    finally:
+        launched.stop(timeout_s=30.0)
+        watch.close()
+    after = [s for s in samples if s['minute'] > args.warmup_min] or samples[-1:]
+    first, last = after[0], after[-1]
+    rss0, rss1 = sum(first['rss_mb'].values()), sum(last['rss_mb'].values())
+    summary = {
+        'minutes': round(samples[-1]['minute'], 2) if samples else 0.0,
+        'rss_growth_pct': 100.0 * (rss1 - rss0) / rss0 if rss0 else float('nan'),
+        'fds_growth': last['fds'] - first['fds'],
+        'shm_growth': last['shm_segments'] - first['shm_segments'],
+        'frames': sum(s['frames'] for s in samples),
+        'lost': sum(s['lost'] for s in samples),
+        'e2e_p99_first_ms': first['e2e_p99_ms'],
+        'e2e_p99_last_ms': last['e2e_p99_ms'],
+        'died': len(died),
+    }
+    settings = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
+    report.write_json(args.out / 'soak.json', {'args': settings, 'samples': samples, **summary})
+    if samples:
+        plot(args.out / 'soak.png', samples, args.warmup_min)
+    report.console.print(f'soak: wrote {args.out / "soak.json"} and {args.out / "soak.png"}')
+    report.result_line(**summary)
+    return 1 if died or not summary['frames'] else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
