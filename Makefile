@@ -16,11 +16,12 @@ export ROS_DISTRO VENV
 export AMENT_PREFIX_PATH := $(CURDIR)/$(VENV)
 export PYTHONUNBUFFERED := 1
 
-.PHONY: setup test test-all lint typecheck pytest demo eval bench lock clean help
+.PHONY: setup test test-all test-under-load lint typecheck pytest demo eval bench lock clean help
 
 help:
 	@echo 'make setup   venv + ROS 2 wheels + rt_fusion_msgs + launch + rt_fusion (idempotent)'
 	@echo 'make test    setup, then ruff, mypy (strict on core/ and inference/), pytest'
+	@echo 'make test-under-load   pytest RUNS times (3) in a row with every core busy (LOAD)'
 	@echo 'make demo    setup, then the main job on the embedded default (results/demo/)'
 	@echo 'make eval    setup, then every scenario x 3 seeds scored against ground truth and the baseline'
 	@echo 'make bench   setup, then every benchmark under tools/ (--quick unless FULL=1)'
@@ -40,6 +41,11 @@ pytest: setup
 	@tools/run_pytest.sh $(PYTEST_ARGS)
 
 test: lint typecheck pytest
+
+# The suite with every core busy (stress-ng, or busy loops), RUNS times in a row: what a loaded
+# CI machine does to timing. RUNS=1 LOAD=4 PYTEST_ARGS='-x tests/nodes' narrow it.
+test-under-load: setup
+	@tools/under_load.sh tools/run_pytest.sh $(PYTEST_ARGS)
 
 # What CI runs: the full suite on Jazzy (the default), then on Kilted.
 test-all:

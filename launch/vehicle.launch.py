@@ -153,8 +153,10 @@ def _graph(context: LaunchContext) -> list[object]:
             parameters,
             arguments=['--ros-args', '--log-level', log_level],
             # A sensor that fails at start-up exits with status 2 and its reason in the log;
-            # the others keep running (the fusion degrades without it).
-            respawn=False,
+            # the others keep running (the fusion degrades without it). respawn:=true restarts
+            # a node that dies (tools/chaos.py measures how fast it is back).
+            respawn=_true(context, 'respawn'),
+            respawn_delay=0.0,
             additional_env={'HOME': str(home)} if node.name == 'microphone' and home else None,
         )
     if emulated and 'imu' in nodes:
@@ -195,6 +197,11 @@ def generate_launch_description() -> LaunchDescription:
             'data', default_value=str(DATA), description='the recordings (emulate:=true)'
         ),
         DeclareLaunchArgument('log_level', default_value='info', description='ROS log level'),
+        DeclareLaunchArgument(
+            'respawn',
+            default_value='false',
+            description='restart a node that dies (a node failing at start-up is restarted too)',
+        ),
     ]
     for node in graph.VEHICLE:
         actions.append(

@@ -138,6 +138,15 @@ class Proc:
         if self.popen.stdin is not None and not self.popen.stdin.closed:
             self.popen.stdin.close()
 
+    def wait_stderr(self, text: str, deadline_s: float = 30.0) -> bool:
+        """Whether a stderr line (ROS logs go there) containing ``text`` arrives in time."""
+        end = time.monotonic() + deadline_s
+        while time.monotonic() < end:
+            if any(text in line for line in list(self.stderr)):
+                return True
+            time.sleep(0.05)  # paced: the stderr reader thread
+        return False
+
     def wait(self, timeout_s: float = 30.0) -> int:
         """Exit status, after at most ``timeout_s``."""
         return self.popen.wait(timeout=timeout_s)

@@ -14,8 +14,9 @@ fusion node). Growth is measured from the first sample after ``--warmup-min``.
 
 Writes ``soak.json`` and ``soak.png`` under ``--out``, prints a table per sample, and a last line
 ``RESULT minutes=… rss_growth_pct=… fds_growth=… shm_growth=… frames=… lost=…
-e2e_p99_first_ms=… e2e_p99_last_ms=… died=…``. Exit status 1 when a node died or the graph fed
-nothing.
+dropped_by_policy=… torn=… failed=… e2e_p99_first_ms=… e2e_p99_last_ms=… died=…``
+(``dropped_by_policy``, ``torn``, ``failed``: the fusion node's frame ledger, its diagnostics).
+Exit status 1 when a node died or the graph fed nothing.
 """
 
 from __future__ import annotations
@@ -79,6 +80,7 @@ class Watch:
 
     def __init__(self) -> None:
         import rclpy  # noqa: PLC0415
+        from diagnostic_msgs.msg import DiagnosticArray  # noqa: PLC0415
         from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: PLC0415
         from rt_fusion_msgs.msg import ObjectArray, ShmFrame, Trajectory  # noqa: PLC0415
 
@@ -91,6 +93,7 @@ class Watch:
         self.committed: list[int] = []  # frame stamps
         self.fused: dict[int, int] = {}  # frame stamp -> objects published_ns
         self.planned: dict[int, int] = {}  # frame stamp -> trajectory published_ns
+        self.ledger: dict[str, int] = {}  # the fusion node's frame ledger (its diagnostics)
 
         def on_frame(m: Any) -> None:
             if m.encoding != 'HELLO':
@@ -102,6 +105,13 @@ class Watch:
         def on_plan(m: Any) -> None:
             self.planned.setdefault(time_to_ns(m.objects_stamp), int(m.published_ns))
 
+        def on_diag(msg: Any) -> None:
+            for status in msg.status:
+                if status.name.endswith(': fusion'):
+                    values = {kv.key: kv.value for kv in status.values}
+                    self.ledger = {k: int(v) for k, v in values.items() if k.startswith('frames_')}
+
+        self.node.create_subscription(DiagnosticArray, '/diagnostics', on_diag, 20)
         self.node.create_subscription(ShmFrame, '/camera/out/image/shm', on_frame, qos)
         self.node.create_subscription(ObjectArray, '/fusion/out/objects', on_objects, qos)
         self.node.create_subscription(Trajectory, '/planner/out/trajectory', on_plan, qos)
@@ -252,6 +262,7 @@ def main(argv: list[str] | None = None) -> int:
                 'rss_mb': {n: round(s[0], 1) for n, s in stats.items()},
                 'fds': sum(s[1] for s in stats.values()),
                 'shm_segments': shm_segments(domain),
+                'ledger': dict(watch.ledger),
                 **interval(watch, lo if k > 1 else 0, now_ns - GRACE_NS),
             }
             samples.append(sample)
@@ -261,6 +272,7 @@ def main(argv: list[str] | None = None) -> int:
                 f'frames {sample["frames"]:5d} lost {sample["lost"]:3d}  '
                 f'e2e P50/P99 {sample["e2e_p50_ms"]:.2f}/{sample["e2e_p99_ms"]:.2f} ms'
             )
+            sys.stdout.flush()  # progress shows in a log file too
             died = launched.died()
             if died:
                 report.console.print(f'[red]soak: {died} died[/]')
@@ -272,6 +284,10 @@ def main(argv: list[str] | None = None) -> int:
     after = [s for s in samples if s['minute'] > args.warmup_min] or samples[-1:]
     first, last = after[0], after[-1]
     rss0, rss1 = sum(first['rss_mb'].values()), sum(last['rss_mb'].values())
+    ledger = samples[-1]['ledger'] if samples else {}
+    policy = sum(
+        ledger.get(f'frames_{k}', 0) for k in ('overrun', 'queue_dropped', 'late', 'out_of_order')
+    )
     summary = {
         'minutes': round(samples[-1]['minute'], 2) if samples else 0.0,
         'rss_growth_pct': 100.0 * (rss1 - rss0) / rss0 if rss0 else float('nan'),
@@ -279,6 +295,11 @@ def main(argv: list[str] | None = None) -> int:
         'shm_growth': last['shm_segments'] - first['shm_segments'],
         'frames': sum(s['frames'] for s in samples),
         'lost': sum(s['lost'] for s in samples),
+        # The fusion node's own account of them (cumulative, at the last sample): dropped by a
+        # configured bound (ring overrun, aligner queue, too late), torn, failed.
+        'dropped_by_policy': policy,
+        'torn': ledger.get('frames_torn', 0),
+        'failed': ledger.get('frames_failed', 0),
         'e2e_p99_first_ms': first['e2e_p99_ms'],
         'e2e_p99_last_ms': last['e2e_p99_ms'],
         'died': len(died),

@@ -151,11 +151,16 @@ class Pacer:
 
 class Restamper:
     """Recorded stamps onto the host (wall-clock) timeline: the first message's log time is
-    anchored at the host time it is replayed, and stamps keep their offsets (scaled by rate)."""
+    anchored at the host time it is replayed, and stamps keep their offsets (scaled by rate).
+
+    It remembers the range of stamps it made, so the next pass of a looped replay can be
+    anchored after them (:meth:`next_floor_ns`)."""
 
     def __init__(self, rate: float) -> None:
         self.rate = rate
         self._anchor: tuple[int, int] | None = None
+        self.earliest_ns: int | None = None  # of the stamps made
+        self.latest_ns: int | None = None
 
     def anchor(self, log_time_ns: int, host_ns: int) -> None:
         """Sets the anchor once (later calls do nothing)."""
@@ -166,4 +171,18 @@ class Restamper:
         """The host-time stamp of a recorded stamp (after :meth:`anchor`)."""
         assert self._anchor is not None
         log0, host0 = self._anchor
-        return host0 + int((stamp_ns - log0) / self.rate)
+        out = host0 + int((stamp_ns - log0) / self.rate)
+        if self.earliest_ns is None or out < self.earliest_ns:
+            self.earliest_ns = out
+        if self.latest_ns is None or out > self.latest_ns:
+            self.latest_ns = out
+        return out
+
+    def next_floor_ns(self) -> int:
+        """The earliest anchor for the next pass over the same messages such that every stamp it
+        makes is later than every stamp made here (stamps may precede the first log time: a
+        sensor's delivery delay). 0 when nothing was restamped."""
+        if self._anchor is None or self.earliest_ns is None or self.latest_ns is None:
+            return 0
+        lead = max(0, self._anchor[1] - self.earliest_ns)
+        return self.latest_ns + lead + 1

@@ -38,7 +38,7 @@ from typing import Any, ClassVar
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from nav_msgs.msg import Odometry
 from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
-from rt_fusion_msgs.msg import AudioChunk, Object, ObjectArray, RadarObjects
+from rt_fusion_msgs.msg import AudioChunk, Lineage, Object, ObjectArray, RadarObjects
 from sensor_msgs.msg import Imu
 from std_msgs.msg import Float64, UInt64
 
@@ -456,6 +456,7 @@ class FusionNode(node_utils.DeviceNode):
             self.torn += 1
             return
         t1 = time.perf_counter_ns()
+        inferred_ns = 0 if skip or self.runner is None else time.time_ns()
         if not skip:
             self.infer_ns.record(t1 - t0)
         if self.hearing is not None:
@@ -465,9 +466,16 @@ class FusionNode(node_utils.DeviceNode):
         for m in fused.missing:
             self.missing[m] = self.missing.get(m, 0) + 1
         self.stage_ns['fuse'].record(time.perf_counter_ns() - t1)
-        self._publish(fused, released_ns)
+        lineage = Lineage(
+            capture_ns=aligned.stamp_ns,
+            committed_ns=int(getattr(getattr(aligned.frame, 'desc', None), 'available_ns', 0)),
+            received_ns=released_ns - aligned.waited_ns,
+            inputs_complete_ns=released_ns,
+            inference_done_ns=inferred_ns,
+        )
+        self._publish(fused, released_ns, lineage)
 
-    def _publish(self, fused: FusedFrame, released_ns: int) -> None:
+    def _publish(self, fused: FusedFrame, released_ns: int, lineage: Lineage) -> None:
         t0 = time.perf_counter_ns()
         p = self.params
         arr = ObjectArray()
@@ -506,13 +514,35 @@ class FusionNode(node_utils.DeviceNode):
         t1 = time.perf_counter_ns()
         self.odom_pub.publish(odom)  # first: the planner transforms the objects with it
         t2 = time.perf_counter_ns()
-        arr.published_ns = time.time_ns()
+        arr.published_ns = lineage.published_ns = time.time_ns()
+        arr.lineage = lineage
         self.obj_pub.publish(arr)
         t3 = time.perf_counter_ns()
         self.latency.record(arr.published_ns - released_ns)
         self.frames += 1
         for name, ns in (('messages', t1 - t0), ('odometry', t2 - t1), ('objects', t3 - t2)):
             self.stage_ns[name].record(ns)
+
+    def frame_ledger(self) -> dict[str, int]:
+        """Where the camera frames went, each counted once: delivered by the transport (or
+        overrun in the ring before that), then dropped by the aligner's queue bound, too late or
+        out of order, torn under the network, failed in the worker, fused; ``in_flight`` is what
+        is queued or being processed now (delivered minus the rest)."""
+        cam = self.camera.stats if self.camera is not None else None
+        st = self.aligner.stats['camera']
+        out = {
+            'frames_delivered': cam.delivered if cam else st.received,
+            'frames_overrun': cam.overruns if cam else 0,
+            'frames_queue_dropped': st.dropped,
+            'frames_late': st.late,
+            'frames_out_of_order': st.out_of_order,
+            'frames_torn': self.torn,
+            'frames_failed': self.worker_errors,
+            'frames_fused': self.frames,
+        }
+        done = sum(v for k, v in out.items() if k not in ('frames_delivered', 'frames_overrun'))
+        out['frames_in_flight'] = out['frames_delivered'] - done
+        return out
 
     def _publish_diagnostics(self) -> None:
         lat, inf = self.latency.summary(), self.infer_ns.summary()
@@ -547,6 +577,7 @@ class FusionNode(node_utils.DeviceNode):
         }
         for name, st in self.aligner.stats.items():
             values[f'{name}_late_dropped'] = f'{st.late}/{st.dropped}'
+        values.update(self.frame_ledger())
         if self.hearing is not None:
             values.update(self.hearing.diagnostics())
         level = (

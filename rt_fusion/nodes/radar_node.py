@@ -29,6 +29,7 @@ import can
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from nav_msgs.msg import Odometry
+from rclpy.event_handler import PublisherEventCallbacks
 from rclpy.qos import qos_profile_sensor_data
 from rt_fusion_msgs.msg import RadarObject, RadarObjects
 from sensor_msgs.msg import PointCloud2, PointField
@@ -170,6 +171,9 @@ class RadarNode(node_utils.DeviceNode):
 
     # -- lifecycle -----------------------------------------------------------------------------
 
+    def _on_matched(self, info: Any) -> None:
+        self.get_logger().info(f'objects output matched: {info.current_count} subscriber(s)')
+
     def configure(self) -> None:
         """Reads parameters, opens the bus, configures the sensor and checks its echo."""
         p = self.params = node_utils.declare_params(self, RadarParams)
@@ -177,8 +181,13 @@ class RadarNode(node_utils.DeviceNode):
             p.sensor_id, expect_quality=p.send_quality, expect_extended=p.send_ext_info
         )
         self.bus = self._open_bus(p)
+        # Logged as matches come and go: a consumer (a test) waits for that line before it
+        # starts the bus, instead of a fixed delay for discovery to finish on this side too.
         self.pub = self.create_lifecycle_publisher(
-            RadarObjects, '~/out/objects', qos_profile_sensor_data
+            RadarObjects,
+            '~/out/objects',
+            qos_profile_sensor_data,
+            event_callbacks=PublisherEventCallbacks(matched=self._on_matched),
         )
         self.points_pub = self.create_lifecycle_publisher(
             PointCloud2, '~/out/points', qos_profile_sensor_data

@@ -195,9 +195,12 @@ class ReplayNode(node_utils.DeviceNode):
         if self._stop.wait(p.start_delay_s):
             return
         started = time.monotonic()
+        floor_ns = 0  # a looped pass's restamped stamps come after the previous pass's
         while p.loops == 0 or self.passes < p.loops:
-            if not self._play_once(p):
+            restamp = Restamper(p.rate if p.mode == 'realtime' else 1.0)
+            if not self._play_once(p, restamp, floor_ns):
                 return
+            floor_ns = restamp.next_floor_ns()
             self.passes += 1
         skipped = self.integrity.skipped
         self.get_logger().info(
@@ -210,10 +213,10 @@ class ReplayNode(node_utils.DeviceNode):
         if not self.finished.done():
             self.finished.set_result(self.sent)
 
-    def _play_once(self, p: ReplayParams) -> bool:
-        """One pass over the bag; False when stopped."""
+    def _play_once(self, p: ReplayParams, restamp: Restamper, floor_ns: int) -> bool:
+        """One pass over the bag, its restamped stamps anchored no earlier than ``floor_ns``;
+        False when stopped."""
         pacer = Pacer(p.rate)
-        restamp = Restamper(p.rate if p.mode == 'realtime' else 1.0)
         triggers = set(self.stamp_map.values())
         published = set(self.topics)
         skip = self.integrity.skip_chunks
@@ -235,7 +238,7 @@ class ReplayNode(node_utils.DeviceNode):
             if self.clock_pub is not None:
                 self.clock_pub.publish(Clock(clock=ns_to_time(m.log_time_ns)))
             self._acked.clear()
-            restamp.anchor(m.log_time_ns, time.time_ns())
+            restamp.anchor(m.log_time_ns, max(time.time_ns(), floor_ns))
             raw = m.raw
             trigger = (
                 self.last_trigger.get(self.stamp_map[m.topic])

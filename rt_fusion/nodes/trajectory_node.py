@@ -31,7 +31,14 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import PoseStamped
 from nav_msgs.msg import Odometry, Path
 from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
-from rt_fusion_msgs.msg import Object, ObjectArray, RadarObjects, Trajectory, TrajectoryPoint
+from rt_fusion_msgs.msg import (
+    Lineage,
+    Object,
+    ObjectArray,
+    RadarObjects,
+    Trajectory,
+    TrajectoryPoint,
+)
 
 from rt_fusion.core import realtime
 from rt_fusion.core.errors import ParameterError
@@ -102,6 +109,7 @@ class TrajectoryNode(node_utils.DeviceNode):
         self.odom_ns = 0  # when odometry last arrived
         self.objects: list[tuple[int, frenet.Obstacle]] = []  # (stamp, obstacle in the map frame)
         self.objects_stamp: Any = None  # builtin_interfaces/Time of the newest object list
+        self.lineage = Lineage()  # of the newest object list, planner_received_ns filled in
         self.plan_start_ns = 0
         self.published = 0
         self.last_status = -1
@@ -217,6 +225,7 @@ class TrajectoryNode(node_utils.DeviceNode):
         return self.poses.at(stamp_ns)
 
     def _on_objects(self, msg: ObjectArray) -> None:
+        msg.lineage.planner_received_ns = time.time_ns()
         if self.params.clock == 'stamps':
             self.pending.append(msg)
             self._drain()
@@ -253,6 +262,7 @@ class TrajectoryNode(node_utils.DeviceNode):
         ]
         self.objects = out
         self.objects_stamp = msg.header.stamp
+        self.lineage = msg.lineage
         self.emergency.report(
             stamp,
             [
@@ -286,6 +296,7 @@ class TrajectoryNode(node_utils.DeviceNode):
         ]
         self.objects = out
         self.objects_stamp = msg.header.stamp
+        self.lineage = Lineage(capture_ns=stamp, planner_received_ns=time.time_ns())
         self._on_timer(event=True)
 
     def _on_path(self, msg: Path) -> None:
@@ -331,9 +342,12 @@ class TrajectoryNode(node_utils.DeviceNode):
             self.plan_start_ns = now
             self._fill(msg, traj)
         msg.solve_time_ms = (time.perf_counter_ns() - t0) / 1e6
+        lineage = self.lineage
+        lineage.planner_solved_ns = time.time_ns()
         if self.objects_stamp is not None:
             msg.objects_stamp = self.objects_stamp
-        msg.published_ns = time.time_ns()
+        msg.published_ns = lineage.planner_published_ns = time.time_ns()
+        msg.lineage = lineage
         self.traj_pub.publish(msg)
         if msg.points:
             self.path_pub.publish(self._path(msg))

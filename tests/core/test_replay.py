@@ -46,3 +46,18 @@ def test_restamper_keeps_offsets_on_the_host_timeline() -> None:
     fast = Restamper(rate=2.0)
     fast.anchor(0, 100)
     assert fast(10) == 105
+
+
+def test_a_looped_pass_anchored_at_the_floor_stamps_after_the_previous_pass() -> None:
+    from rt_fusion.core.replay import Restamper  # noqa: PLC0415
+
+    # Stamps precede their log times by up to 40 ms (delivery delay); the pass is replayed fast.
+    msgs = [(1_000 + k * 100, 1_000 + k * 100 - (40 if k % 2 else 10)) for k in range(10)]
+    first = Restamper(1.0)
+    first.anchor(msgs[0][0], 5_000)
+    made = [first(stamp) for _, stamp in msgs]
+    second = Restamper(1.0)
+    second.anchor(msgs[0][0], max(5_050, first.next_floor_ns()))  # "now" is only 50 ns later
+    again = [second(stamp) for _, stamp in msgs]
+    assert min(again) > max(made)
+    assert [b - a for a, b in zip(made, again, strict=True)] == [again[0] - made[0]] * 10

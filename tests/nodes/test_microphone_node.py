@@ -63,7 +63,7 @@ def _mic(procs: ProcGroup, home: Path, rate: int, channels: int, *params: str) -
         '-p',
         'segment:=rt_fusion_test_mic',
         '-p',
-        'start_delay_s:=2.0',
+        'start_delay_s:=0.0',
         *params,
         env={'HOME': str(home)},
         name='mic',

@@ -44,9 +44,11 @@ def test_every_cycle_of_the_real_log_is_published(procs: ProcGroup) -> None:
         '1',
     )
     radar = _radar(procs, port, '-p', 'configure_sensor:=false', '-p', 'ego_rate_hz:=0.0')
-    # The radar's publisher is created after its bus is open: once the echo matched it, every
-    # frame sent from here on is received (a loaded machine can take many seconds to get there).
+    # The radar's publisher is created after its bus is open: once both sides have matched (the
+    # echo says so; the radar logs its side), every frame sent from here on is received (a
+    # loaded machine can take many seconds to get there).
     echo.read_until('MATCHED', 90)
+    assert radar.wait_stderr('objects output matched: 1 subscriber(s)', 90)
     replay = procs.tool(
         'can_replay.py',
         str(log),
@@ -58,8 +60,6 @@ def test_every_cycle_of_the_real_log_is_published(procs: ProcGroup) -> None:
         str(port),
         '--rate',
         '8',
-        '--start-delay',
-        '0.5',  # discovery is matched both ways within milliseconds of one side matching
         '--quiet',
     )
     assert replay.read_until('RESULT', 90)[1].startswith('RESULT frames=9579')

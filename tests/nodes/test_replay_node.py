@@ -301,3 +301,57 @@ def test_a_corrupt_chunk_is_reported_and_skipped_or_refused_with_strict(
     corrupt = [x for x in before if x.startswith('CORRUPT ')]
     assert len(corrupt) == 1 and 'CRC mismatch' in corrupt[0] and '/imu/out/imu' in corrupt[0]
     assert replay.wait(60) == 0
+
+
+def test_loops_replay_the_bag_again_with_increasing_stamps(procs: ProcGroup, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """loops:=3 sends every message three times; restamped stamps keep increasing across the
+    passes (a soak test replays a scenario for 30 minutes this way)."""
+    import yaml  # noqa: PLC0415
+
+    from rt_fusion.core.scenario.generate import generate  # noqa: PLC0415
+    from tests.conftest import ROOT  # noqa: PLC0415
+
+    scenario = yaml.safe_load((ROOT / 'config' / 'scenarios' / 'cut_in.yaml').read_text())
+    generate(scenario, 2.0, 1, tmp_path)
+    bag = tmp_path / 'bag'
+    n = sum(1 for _ in iter_messages(bag, ['/radar/out/objects']))
+    echo = procs.echo(
+        '/radar/out/objects',
+        'rt_fusion_msgs/msg/RadarObjects',
+        '--count',
+        str(3 * n),
+        '--ack',
+        '/replay/ack',
+        '--timeout',
+        '120',
+    )
+    replay = _replay_bag(
+        procs,
+        bag,
+        '-p',
+        'topics:=[/radar/out/objects]',
+        '-p',
+        'mode:=lockstep',
+        '-p',
+        'ack_topic:=/replay/ack',
+        '-p',
+        'restamp:=true',
+        '-p',
+        'loops:=3',
+        '-p',
+        'wait_subscribers_s:=120.0',
+    )
+    msgs, summary = echo.messages(180)
+    assert summary['received'] == 3 * n
+    stamps = [_ns(m) for m in msgs]
+    passes = [stamps[k * n : (k + 1) * n] for k in range(3)]
+    # Each pass later than the one before; within a pass the recorded offsets (several radars
+    # share the topic, so the stamps need not be monotonic within a pass).
+    assert min(passes[1]) > max(passes[0]) and min(passes[2]) > max(passes[1])
+    offsets = [[t - p[0] for t in p] for p in passes]
+    assert offsets[0] == offsets[1] == offsets[2]
+    assert replay.read_until('REPLAYED ', 60)[1] == f'REPLAYED {3 * n} ack_timeouts=0'
+
+
+def _replay_bag(procs: ProcGroup, bag: object, *params: str) -> object:
+    return procs.node('replay_node', '-r', '__node:=replay', '-p', f'bag:={bag}', *params)

@@ -9,7 +9,6 @@ import sys
 import time
 import zlib
 from pathlib import Path
-from typing import Any
 
 import cv2
 import numpy as np
@@ -213,20 +212,11 @@ def test_a_topic_that_records_nothing_fails_with_its_name(
     )
     assert rec.wait(120) == 1
     assert 'silent=1' in rec.read_until('RESULT ', 10)[1]
-    assert _stderr_has(rec, "no message recorded on ['/rec/nobody']")
+    assert rec.wait_stderr("no message recorded on ['/rec/nobody']")
 
 
 def test_bad_qos_arguments_fail_with_the_option_named(procs: ProcGroup, tmp_path: Path) -> None:
     out = str(tmp_path / 'x')
     rec = procs.tool('record.py', '--out', out, '--qos', '/a=sometimes', '/a:std_msgs/msg/UInt64')
     assert rec.wait(60) == 2
-    assert _stderr_has(rec, "--qos '/a=sometimes'")
-
-
-def _stderr_has(proc: Any, text: str, deadline_s: float = 30.0) -> bool:
-    end = time.monotonic() + deadline_s
-    while time.monotonic() < end:
-        if any(text in line for line in proc.stderr):
-            return True
-        time.sleep(0.05)  # paced: the stderr reader thread
-    return False
+    assert rec.wait_stderr("--qos '/a=sometimes'")

@@ -1,0 +1,284 @@
+#!/usr/bin/env python3
+"""Chaos: kill -9 each node of the vehicle graph in turn, mid-stream, and watch it come back.
+
+  python tools/chaos.py                         # every node, on emulated sensors
+  python tools/chaos.py --nodes radar,camera    # some
+
+``launch/vehicle.launch.py emulate:=true respawn:=true`` runs the whole graph (camera from the
+dash-cam video into shared memory, ARS408 on a CAN replay bus, Xsens on a pty, microphone on an
+ALSA file PCM, fusion, planner). For each node in turn, once every output flows: SIGKILL to
+its process, then launch respawns it. Measured per node:
+
+- **back**: kill -> the new process logs ``active`` (its own log stamp), and kill -> its output
+  topic carries a message again;
+- **the rest keeps running**: messages on every other node's output during the outage (from
+  the kill until the node is active again plus 1 s); a node that depends on the killed one
+  (the planner on the fusion) may idle, which the table shows;
+- **no torn frame delivered**: the fusion node's ``torn`` count (frames the ring overwrote while
+  read: detected by the slot's sequence and dropped, never fused) and its ``camera_overruns``;
+- **no segment leaks**: shared-memory segments of the ROS domain before, during and after the
+  run (the camera's ring keeps its name across a restart, so a killed camera leaves nothing).
+
+Prints a table and ``RESULT nodes=… back_max_s=… active_max_s=… rest_stalled=… torn=…
+shm_before=… shm_after=… leaked=…``; writes ``chaos.json`` under ``--out``. Exit status 1 when a
+node did not come back, another node stalled that does not depend on it, or a segment leaked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+import re
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from rt_fusion_tools import report
+
+ROOT = Path(__file__).resolve().parents[1]
+OUTPUTS = {
+    'camera': ('/camera/out/image/shm', 'rt_fusion_msgs/msg/ShmFrame'),
+    'radar': ('/radar/out/objects', 'rt_fusion_msgs/msg/RadarObjects'),
+    'imu': ('/imu/out/imu', 'sensor_msgs/msg/Imu'),
+    'microphone': ('/microphone/out/audio', 'rt_fusion_msgs/msg/AudioChunk'),
+    'fusion': ('/fusion/out/objects', 'rt_fusion_msgs/msg/ObjectArray'),
+    'planner': ('/planner/out/trajectory', 'rt_fusion_msgs/msg/Trajectory'),
+}
+# Who may idle while a node is down: the planner publishes only on the fusion's objects.
+DEPENDS = {'fusion': {'planner'}}
+ACTIVE = re.compile(r'\[INFO\] \[(\d+\.\d+)\] \[(\w+)\]: active')
+
+
+def node_pid(pgid: int, name: str) -> int | None:
+    """The pid of the process of node ``name`` (``__node:=name``) in a launch's group."""
+    for entry in Path('/proc').iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / 'stat').read_text()
+            if int(stat[stat.rindex(')') + 2 :].split()[2]) != pgid:
+                continue
+            argv = (entry / 'cmdline').read_bytes().split(b'\0')
+        except (OSError, ValueError, IndexError):
+            continue
+        if f'__node:={name}'.encode() in argv:
+            return int(entry.name)
+    return None
+
+
+def shm_segments(domain: str) -> list[str]:
+    """This ROS domain's rt_fusion shared-memory segments."""
+    prefix = f'rt_fusion_d{domain}_'
+    return sorted(p.name for p in Path('/dev/shm').iterdir() if p.name.startswith(prefix))
+
+
+class Probe:
+    """Counts messages (with arrival times) on every node's output; keeps the fusion's last
+    diagnostics."""
+
+    def __init__(self, names: list[str]) -> None:
+        import rclpy  # noqa: PLC0415
+        from diagnostic_msgs.msg import DiagnosticArray  # noqa: PLC0415
+        from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: PLC0415
+
+        from rt_fusion.ros.conversions import message_class  # noqa: PLC0415
+
+        rclpy.init()
+        self.rclpy = rclpy
+        self.node = rclpy.create_node('chaos_probe')
+        # Best effort matches reliable and best-effort publishers alike.
+        qos = QoSProfile(depth=100, reliability=ReliabilityPolicy.BEST_EFFORT)
+        self.arrivals: dict[str, list[float]] = {n: [] for n in names}
+        self.fusion: dict[str, str] = {}
+        for name in names:
+            topic, typename = OUTPUTS[name]
+            self.node.create_subscription(
+                message_class(typename), topic, functools.partial(self._arrived, name), qos
+            )
+
+        def on_diag(msg: Any) -> None:
+            for status in msg.status:
+                if status.name.endswith(': fusion'):
+                    self.fusion = {kv.key: kv.value for kv in status.values}
+
+        self.node.create_subscription(DiagnosticArray, '/diagnostics', on_diag, 50)
+
+    def _arrived(self, name: str, _msg: Any) -> None:
+        self.arrivals[name].append(time.monotonic())
+
+    def spin(self, seconds: float) -> None:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            self.rclpy.spin_once(self.node, timeout_sec=0.02)
+
+    def count(self, name: str, lo: float, hi: float) -> int:
+        return sum(1 for t in self.arrivals[name] if lo <= t < hi)
+
+    def first_after(self, name: str, t: float) -> float | None:
+        return next((x for x in self.arrivals[name] if x > t), None)
+
+    def close(self) -> None:
+        from rt_fusion.ros import compat  # noqa: PLC0415
+
+        self.node.destroy_node()
+        compat.try_shutdown()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Runs the chaos round; returns the exit status."""
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument('--nodes', default=','.join(OUTPUTS), help='nodes to kill, in order')
+    parser.add_argument('--data', type=Path, default=ROOT.parent / 'shared' / 'data')
+    parser.add_argument('--backend', default='onnxruntime')
+    parser.add_argument('--device', default='cpu')
+    parser.add_argument('--back-deadline-s', type=float, default=60.0)
+    parser.add_argument('--out', type=Path, default=ROOT / 'results' / 'chaos')
+    args = parser.parse_args(argv)
+    victims = [n.strip() for n in args.nodes.split(',') if n.strip()]
+    unknown = sorted(set(victims) - set(OUTPUTS))
+    if unknown:
+        parser.error(f'--nodes: unknown {unknown} (nodes: {sorted(OUTPUTS)})')
+    domain = os.environ.get('ROS_DOMAIN_ID', '44')
+    os.environ.update(ROS_DOMAIN_ID=domain, ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST')
+    args.out.mkdir(parents=True, exist_ok=True)
+
+    from rt_fusion.ros import launching  # noqa: PLC0415
+
+    overrides = args.out / 'dev.yaml'
+    overrides.write_text(
+        f'fusion:\n  ros__parameters:\n    backend: {args.backend}\n    device: {args.device}\n'
+        '    infer_period_s: 0.1\n'
+    )
+    shm_before = shm_segments(domain)
+    probe = Probe(list(OUTPUTS))
+    launched = launching.LaunchedGraph(
+        'vehicle.launch.py',
+        {
+            'emulate': 'true',
+            'respawn': 'true',
+            'overrides': str(overrides),
+            'data': str(args.data),
+        },
+        env={'PYTHONUNBUFFERED': '1'},
+        log=args.out / 'launch.log',
+    )
+    rows: list[dict[str, Any]] = []
+    shm_during: list[str] = []
+    try:
+        end = time.monotonic() + 240.0
+        while not all(probe.arrivals[n] for n in OUTPUTS):
+            if time.monotonic() > end or launched.popen.poll() is not None:
+                silent = [n for n in OUTPUTS if not probe.arrivals[n]]
+                raise SystemExit(f'chaos: no output from {silent}; see {args.out}/launch.log')
+            probe.spin(0.2)
+        probe.spin(3.0)  # steady flow
+        shm_during = shm_segments(domain)
+        report.console.print(f'chaos: graph up; shm segments {shm_during}')
+        for name in victims:
+            pid = node_pid(launched.popen.pid, name)
+            if pid is None:
+                rows.append({'node': name, 'error': 'no process found'})
+                continue
+            seen = len(launched.history)
+            kill_wall, kill_mono = time.time(), time.monotonic()
+            os.kill(pid, signal.SIGKILL)
+            active_s: float | None = None
+            deadline = kill_mono + args.back_deadline_s
+            while active_s is None and time.monotonic() < deadline:
+                probe.spin(0.05)
+                for line in launched.history[seen:]:
+                    m = ACTIVE.search(line)
+                    if m and m.group(2) == name and float(m.group(1)) > kill_wall:
+                        active_s = float(m.group(1)) - kill_wall
+                        break
+            while probe.first_after(name, kill_mono + (active_s or 0.0)) is None:
+                if time.monotonic() > deadline:
+                    break
+                probe.spin(0.05)
+            probe.spin(1.0)
+            first = probe.first_after(name, kill_mono + (active_s or 0.0))
+            hi = kill_mono + (active_s if active_s is not None else args.back_deadline_s) + 1.0
+            others = {
+                other: probe.count(other, kill_mono, hi) for other in OUTPUTS if other != name
+            }
+            stalled = [o for o, n in others.items() if n == 0 and o not in DEPENDS.get(name, ())]
+            row = {
+                'node': name,
+                'pid': pid,
+                'new_pid': node_pid(launched.popen.pid, name),
+                'active_s': active_s,
+                'output_back_s': None if first is None else first - kill_mono,
+                'outage_s': hi - kill_mono,
+                'others': others,
+                'stalled': stalled,
+            }
+            rows.append(row)
+            report.console.print(
+                f'  {name:10s} killed (pid {pid}): active again after '
+                f'{"-" if active_s is None else f"{active_s:.2f} s"}, output after '
+                f'{"-" if first is None else f"{first - kill_mono:.2f} s"}; '
+                f'stalled meanwhile: {stalled or "none"}'
+            )
+            probe.spin(2.0)
+        shm_end = shm_segments(domain)
+    finally:
+        status = launched.stop(timeout_s=30.0)
+        fusion = dict(probe.fusion)
+        probe.close()
+    shm_after = shm_segments(domain)
+    leaked = sorted(set(shm_after) - set(shm_before))
+    from rich.table import Table  # noqa: PLC0415
+
+    table = Table(title='chaos: kill -9 and launch respawn, per node', title_justify='left')
+    for col in ('node', 'active again [s]', 'output again [s]', 'others during outage'):
+        table.add_column(col)
+    for row in rows:
+        table.add_row(
+            row['node'],
+            '-' if row.get('active_s') is None else f'{row["active_s"]:.2f}',
+            '-' if row.get('output_back_s') is None else f'{row["output_back_s"]:.2f}',
+            ', '.join(f'{k} {v}' for k, v in row.get('others', {}).items())
+            or row.get('error', ''),
+        )
+    report.console.print(table)
+    report.console.print(
+        f'fusion: torn {fusion.get("torn", "?")}, camera overruns '
+        f'{fusion.get("camera_overruns", "?")}; shm segments before {len(shm_before)}, '
+        f'running {len(shm_during)}, at the end {len(shm_end)}, after stop {len(shm_after)} '
+        f'(leaked: {leaked or "none"}); launch exit status {status}'
+    )
+    back = [r['active_s'] for r in rows if r.get('active_s') is not None]
+    out_back = [r['output_back_s'] for r in rows if r.get('output_back_s') is not None]
+    failed = [r['node'] for r in rows if r.get('active_s') is None or r.get('stalled')]
+    report.write_json(
+        args.out / 'chaos.json',
+        {
+            'rows': rows,
+            'fusion': fusion,
+            'shm_before': shm_before,
+            'shm_running': shm_during,
+            'shm_end': shm_end,
+            'shm_after': shm_after,
+        },
+    )
+    report.result_line(
+        nodes=len(rows),
+        active_max_s=max(back) if back else float('nan'),
+        back_max_s=max(out_back) if out_back else float('nan'),
+        rest_stalled=sum(len(r.get('stalled', ())) for r in rows),
+        failed=len(failed),
+        torn=fusion.get('torn', 'nan'),
+        shm_running=len(shm_during),
+        shm_end=len(shm_end),
+        leaked=len(leaked),
+    )
+    return 1 if failed or leaked or len(shm_end) > len(shm_during) else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

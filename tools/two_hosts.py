@@ -1,0 +1,287 @@
+#!/usr/bin/env python3
+"""Two hosts on one machine: the sensors on one, fusion and planner on the other (needs root).
+
+  sudo python tools/two_hosts.py                 # both layouts, 20 s of cut_in each
+  sudo python tools/two_hosts.py --seconds 10
+
+Two network namespaces joined by a veth pair stand for two vehicle computers on one Ethernet
+link; each "host" also gets its own hostname and its own /dev/shm (a private tmpfs), so shared
+memory between them is as unreachable as between two machines. The scenario replay (camera frames
+into a shared-memory ring with ShmFrame descriptors, radar objects, IMU — what the sensor nodes
+publish) runs on the sensor host; fusion, planner and the measuring probe on the compute host, or,
+for the one-host layout, all on the sensor host. DDS discovers across the link by multicast
+(``ROS_AUTOMATIC_DISCOVERY_RANGE=SUBNET``).
+
+Nothing is configured for the split: the fusion node's camera subscription (``transport:
+auto``) finds the descriptors' segment missing, says so in its log and falls back to the full
+``sensor_msgs/Image``, which the replay's publisher then sends because someone subscribes. The
+table gives, per layout: frames committed, fused and lost, camera -> trajectory latency
+(P50/P99/max) and the camera path the fusion node took; ``RESULT one_host_e2e_p99_ms=…
+two_hosts_e2e_p99_ms=… ratio_p99=… one_host_lost=… two_hosts_lost=… fallback_detected=…``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # tools/ as rt_fusion_tools is installed; the probe needs soak
+
+START_TOPIC = '/two_hosts/start'
+SUBNET = '10.201.{}.{}'
+FALLBACK = 'shared memory unusable'
+
+
+def sh(*cmd: str) -> None:
+    subprocess.run(cmd, check=True, capture_output=True, text=True)
+
+
+class Hosts:
+    """Two network namespaces and a veth pair between them (removed by :meth:`close`)."""
+
+    def __init__(self) -> None:
+        tag = os.getpid() % 10000
+        self.ns = (f'rtf_sensors_{tag}', f'rtf_compute_{tag}')
+        self.names = ('rtf-sensors', 'rtf-compute')
+        veth = (f'rtfs{tag}', f'rtfc{tag}')
+        net = tag % 250
+        try:
+            for ns in self.ns:
+                sh('ip', 'netns', 'add', ns)
+            sh('ip', 'link', 'add', veth[0], 'type', 'veth', 'peer', 'name', veth[1])
+            for i, (ns, dev) in enumerate(zip(self.ns, veth, strict=True)):
+                sh('ip', 'link', 'set', dev, 'netns', ns)
+                run = ('ip', 'netns', 'exec', ns)
+                sh(*run, 'ip', 'addr', 'add', f'{SUBNET.format(net, i + 1)}/24', 'dev', dev)
+                sh(*run, 'ip', 'link', 'set', dev, 'up', 'multicast', 'on')
+                sh(*run, 'ip', 'link', 'set', 'lo', 'up')
+                sh(*run, 'ip', 'route', 'add', '224.0.0.0/4', 'dev', dev)
+        except subprocess.CalledProcessError as err:
+            self.close()
+            raise SystemExit(f'two_hosts: {" ".join(err.cmd)}: {err.stderr.strip()}') from err
+
+    def argv(self, host: int, cmd: list[str]) -> list[str]:
+        """``cmd`` on host 0 (sensors) or 1 (compute): its namespace, hostname and /dev/shm."""
+        inner = (
+            f'mount -t tmpfs -o mode=1777 tmpfs /dev/shm && hostname {self.names[host]} && '
+            'exec "$@"'
+        )
+        return [
+            *('ip', 'netns', 'exec', self.ns[host]),
+            *('unshare', '--mount', '--uts', '--propagation', 'private'),
+            *('bash', '-c', inner, 'host', *cmd),
+        ]
+
+    def close(self) -> None:
+        for ns in self.ns:
+            subprocess.run(['ip', 'netns', 'del', ns], capture_output=True, check=False)
+
+
+def node_argv(module: str, *ros_args: str) -> list[str]:
+    return [sys.executable, '-m', f'rt_fusion.nodes.{module}', '--ros-args', *ros_args]
+
+
+def probe_main(seconds: float, out: Path) -> int:
+    """The measuring probe (run on the compute host): waits for fusion and planner, starts the
+    replay, records frames and outputs for ``seconds`` + settling, writes JSON."""
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: PLC0415
+    from std_msgs.msg import UInt64  # noqa: PLC0415
+
+    from tools.soak import Watch  # noqa: PLC0415
+
+    watch = Watch()
+    latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
+    latched.durability = DurabilityPolicy.TRANSIENT_LOCAL
+    start = watch.node.create_publisher(UInt64, START_TOPIC, latched)
+    end = time.monotonic() + 120.0
+    while not all(
+        watch.node.get_publishers_info_by_topic(t)
+        for t in ('/fusion/out/objects', '/planner/out/trajectory')
+    ):
+        if time.monotonic() > end:
+            print('PROBE no fusion/planner publishers', flush=True)
+            return 1
+        watch.spin(0.2)
+    start.publish(UInt64(data=1))
+    print('PROBE started', flush=True)
+    watch.spin(seconds + 4.0)
+    out.write_text(
+        json.dumps(
+            {
+                'committed': watch.committed,
+                'fused': list(watch.fused.items()),
+                'planned': list(watch.planned.items()),
+            }
+        )
+    )
+    watch.close()
+    return 0
+
+
+def run_layout(
+    hosts: Hosts, split: bool, bag: Path, config: Path, seconds: float, out: Path, env: dict
+) -> dict[str, Any]:
+    """One layout: the replay on host 0; fusion, planner and probe on host 1 when ``split``."""
+    from rt_fusion.core.latency import summarize_ns  # noqa: PLC0415
+    from rt_fusion.ros import graph  # noqa: PLC0415
+
+    compute = 1 if split else 0
+    logs = out / ('two_hosts' if split else 'one_host')
+    logs.mkdir(parents=True, exist_ok=True)
+    camera = '/camera/out/image/compressed'
+
+    def remaps(node: Any) -> list[str]:
+        return [x for a, b in node.remappings for x in ('-r', f'{a}:={b}')]
+
+    procs: dict[str, subprocess.Popen[bytes]] = {}
+
+    def start(name: str, host: int, cmd: list[str]) -> subprocess.Popen[bytes]:
+        log = (logs / f'{name}.log').open('wb')
+        procs[name] = subprocess.Popen(
+            hosts.argv(host, cmd), stdout=log, stderr=subprocess.STDOUT, env=env
+        )
+        return procs[name]
+
+    try:
+        cfg = ['--params-file', str(config)]
+        start(
+            'fusion',
+            compute,
+            node_argv('fusion_node', '-r', '__node:=fusion', *cfg, *remaps(graph.FUSION)),
+        )
+        start(
+            'planner',
+            compute,
+            node_argv('trajectory_node', '-r', '__node:=planner', *cfg, *remaps(graph.PLANNER)),
+        )
+        start(
+            'replay',
+            0,
+            node_argv(
+                'replay_node',
+                *('-r', '__node:=replay', '-p', f'bag:={bag}'),
+                *('-p', f'topics:=[/imu/out/imu, /radar/out/objects, {camera}]'),
+                *('-p', f'shm:=[{camera}->/camera/out/image]'),
+                *('-p', 'restamp:=true', '-p', 'publish_clock:=false'),
+                *('-p', 'wait_subscribers_s:=60.0', '-p', f'start_topic:={START_TOPIC}'),
+            ),
+        )
+        result = logs / 'probe.json'
+        probe = start(
+            'probe',
+            compute,
+            [sys.executable, str(Path(__file__).resolve()), '--probe', str(seconds), str(result)],
+        )
+        probe.wait(timeout=seconds + 240.0)
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.send_signal(2)
+        for proc in procs.values():
+            try:
+                proc.wait(timeout=20.0)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+    if not result.exists():
+        raise SystemExit(f'two_hosts: the probe wrote nothing; see {logs}')
+    data = json.loads(result.read_text())
+    fused, planned = dict(data['fused']), dict(data['planned'])
+    frames = data['committed']
+    e2e = summarize_ns([planned[s] - s for s in frames if s in planned])
+    fusion_log = (logs / 'fusion.log').read_text(errors='replace')
+    return {
+        'layout': 'two hosts' if split else 'one host',
+        'frames': len(frames),
+        'fused': sum(1 for s in frames if s in fused),
+        'lost': sum(1 for s in frames if s not in fused),
+        'e2e_p50_ms': e2e.p50_us / 1e3,
+        'e2e_p99_ms': e2e.p99_us / 1e3,
+        'e2e_max_ms': e2e.max_us / 1e3,
+        'camera_path': 'full Image over DDS (fallback)' if FALLBACK in fusion_log else 'shm',
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Both layouts and the table; returns the exit status."""
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument('--seconds', type=float, default=20.0, help='scenario length')
+    parser.add_argument('--scenario', default='cut_in')
+    parser.add_argument('--out', type=Path, default=ROOT / 'results' / 'two_hosts')
+    parser.add_argument('--probe', nargs=2, metavar=('SECONDS', 'OUT'), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.probe:
+        return probe_main(float(args.probe[0]), Path(args.probe[1]))
+    if os.geteuid() != 0:
+        print('two_hosts: needs root (network namespaces, veth, mounts)', file=sys.stderr)
+        return 2
+    from rt_fusion_tools import demo, report  # noqa: PLC0415
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    ns = argparse.Namespace(
+        scenario=args.scenario,
+        seconds=args.seconds,
+        out=args.out,
+        backend='onnxruntime',
+        device='cpu',
+        infer_period_s=None,
+    )
+    bag, _speed = demo.make_scenario_bag(ns)
+    config = demo.scenario_params(ns, False, args.out / 'params.yaml')
+    env = {
+        **os.environ,
+        'ROS_DOMAIN_ID': os.environ.get('ROS_DOMAIN_ID', '45'),
+        'ROS_AUTOMATIC_DISCOVERY_RANGE': 'SUBNET',
+        'PYTHONUNBUFFERED': '1',
+    }
+    hosts = Hosts()
+    try:
+        rows = [
+            run_layout(hosts, split, bag, config, args.seconds, args.out, env)
+            for split in (False, True)
+        ]
+    finally:
+        hosts.close()
+    from rich.table import Table  # noqa: PLC0415
+
+    table = Table(
+        title=f'{args.scenario}, {args.seconds:g} s: sensors and compute on one host / two',
+        title_justify='left',
+    )
+    for col in ('layout', 'frames', 'fused', 'lost', 'e2e P50', 'e2e P99', 'e2e max', 'camera'):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(
+            r['layout'],
+            str(r['frames']),
+            str(r['fused']),
+            str(r['lost']),
+            f'{r["e2e_p50_ms"]:.2f}',
+            f'{r["e2e_p99_ms"]:.2f}',
+            f'{r["e2e_max_ms"]:.2f}',
+            r['camera_path'],
+        )
+    report.console.print(table)
+    report.write_json(args.out / 'two_hosts.json', rows)
+    one, two = rows
+    report.result_line(
+        one_host_e2e_p99_ms=one['e2e_p99_ms'],
+        two_hosts_e2e_p99_ms=two['e2e_p99_ms'],
+        ratio_p99=two['e2e_p99_ms'] / one['e2e_p99_ms'] if one['e2e_p99_ms'] else float('nan'),
+        one_host_lost=one['lost'],
+        two_hosts_lost=two['lost'],
+        fallback_detected=int(two['camera_path'] != 'shm' and one['camera_path'] == 'shm'),
+    )
+    return 0 if one['frames'] and two['frames'] else 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())
