@@ -89,7 +89,7 @@ def _emulation(context: LaunchContext) -> tuple[list[object], dict[str, dict[str
             cmd=[
                 _tool('rt_fusion_xsens_emulator'),
                 *('--bag', str(data / RECORDINGS['imu_bag']), '--link', str(link)),
-                *('--speed', '1', '--linger', '3600'),
+                *('--speed', '1', '--linger', '3600', '--loop'),
             ],
             name='xsens_emulator',
             output='screen',
@@ -99,7 +99,7 @@ def _emulation(context: LaunchContext) -> tuple[list[object], dict[str, dict[str
                 _tool('rt_fusion_can_replay'),
                 str(data / RECORDINGS['candump']),
                 *('-i', 'udp_multicast', '-c', GROUP, '--port', str(port)),
-                *('--answer-config', '0', '--wait-config', '60', '--quiet'),
+                *('--answer-config', '0', '--wait-config', '60', '--quiet', '--loop'),
             ],
             name='can_replay',
             output='screen',

@@ -97,6 +97,9 @@ def _main(argv: list[str] | None = None) -> int:
     parser.add_argument('--limit', type=int, default=0, help='stop after this many frames')
     parser.add_argument('--quiet', action='store_true')
     parser.add_argument(
+        '--loop', action='store_true', help='play the log again and again until stopped'
+    )
+    parser.add_argument(
         '--answer-config',
         type=int,
         metavar='SENSOR_ID',
@@ -128,25 +131,36 @@ def _main(argv: list[str] | None = None) -> int:
         start = time.monotonic()
         task = progress.add_task(f'replaying {args.log.name}', total=len(frames))
         t0 = frames[0].timestamp if frames else 0.0
-        for i, msg in enumerate(frames):
-            if args.rate > 0:
-                due = start + (msg.timestamp - t0) / args.rate
-                delay = due - time.monotonic()
-                if delay > 0:
-                    time.sleep(delay)  # paced: the recorded timing
-            bus.send(
-                can.Message(
-                    arbitration_id=msg.arbitration_id,
-                    data=msg.data,
-                    is_extended_id=msg.is_extended_id,
-                    timestamp=time.time(),
+        sent = 0
+        passes = 0
+        while True:
+            pass_start = time.monotonic()
+            for i, msg in enumerate(frames):
+                if args.rate > 0:
+                    due = pass_start + (msg.timestamp - t0) / args.rate
+                    delay = due - time.monotonic()
+                    if delay > 0:
+                        time.sleep(delay)  # paced: the recorded timing
+                bus.send(
+                    can.Message(
+                        arbitration_id=msg.arbitration_id,
+                        data=msg.data,
+                        is_extended_id=msg.is_extended_id,
+                        timestamp=time.time(),
+                    )
                 )
-            )
-            if answer is not None:
-                answer(0.0)
-            if i % 200 == 0:
-                progress.update(task, completed=i)
-    print(f'RESULT frames={len(frames)} seconds={time.monotonic() - start:.3f}', flush=True)
+                sent += 1
+                if answer is not None:
+                    answer(0.0)
+                if i % 200 == 0:
+                    progress.update(task, completed=i)
+            passes += 1
+            if not args.loop or not frames:
+                break
+            if args.rate > 0:  # the next pass one mean frame interval after the last frame
+                gap = (frames[-1].timestamp - t0) / max(1, len(frames) - 1) / args.rate
+                time.sleep(gap)  # paced: the recorded timing
+    print(f'RESULT frames={sent} seconds={time.monotonic() - start:.3f}', flush=True)
     return 0
 
 

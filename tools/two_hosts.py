@@ -48,10 +48,18 @@ class Hosts:
 
     def __init__(self) -> None:
         tag = os.getpid() % 10000
+        self.shm: tuple[Path, ...] = ()
         self.ns = (f'rtf_sensors_{tag}', f'rtf_compute_{tag}')
         self.names = ('rtf-sensors', 'rtf-compute')
         veth = (f'rtfs{tag}', f'rtfc{tag}')
         net = tag % 250
+        # Each host's /dev/shm: a folder bind-mounted there in every process of that host, so
+        # its processes share it (our rings, Fast DDS's own shared-memory transport) and the
+        # other host's processes do not see it.
+        self.shm = tuple(Path(f'/tmp/rtf_two_hosts_{tag}') / name for name in self.names)
+        for d in self.shm:
+            d.mkdir(parents=True, exist_ok=True)
+            d.chmod(0o1777)
         try:
             for ns in self.ns:
                 sh('ip', 'netns', 'add', ns)
@@ -70,8 +78,7 @@ class Hosts:
     def argv(self, host: int, cmd: list[str]) -> list[str]:
         """``cmd`` on host 0 (sensors) or 1 (compute): its namespace, hostname and /dev/shm."""
         inner = (
-            f'mount -t tmpfs -o mode=1777 tmpfs /dev/shm && hostname {self.names[host]} && '
-            'exec "$@"'
+            f'mount --bind {self.shm[host]} /dev/shm && hostname {self.names[host]} && exec "$@"'
         )
         return [
             *('ip', 'netns', 'exec', self.ns[host]),
@@ -80,8 +87,12 @@ class Hosts:
         ]
 
     def close(self) -> None:
+        import shutil  # noqa: PLC0415
+
         for ns in self.ns:
             subprocess.run(['ip', 'netns', 'del', ns], capture_output=True, check=False)
+        if self.shm:
+            shutil.rmtree(self.shm[0].parent, ignore_errors=True)
 
 
 def node_argv(module: str, *ros_args: str) -> list[str]:

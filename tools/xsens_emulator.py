@@ -87,6 +87,9 @@ class Device:
         self.fmt = xsens.FORMAT_FLOAT32
         self.sent = 0
         self.index = 0
+        self.passes = 0  # --loop: completed passes over the samples
+        self.loop_offset_ns = 0
+        self.vt0 = 0  # device time of the first sample streamed
         self.rng = np.random.default_rng(args.seed)
 
     def open(self) -> None:
@@ -155,15 +158,20 @@ class Device:
             self.measuring = True
             self.reply(xsens.MID_GOTO_MEASUREMENT_ACK)
             self.t0 = time.monotonic() + self.args.stream_delay
-            self.index0 = self.index
+            self.vt0 = self.vtime(self.index)
         else:
             self.reply(xsens.MID_ERROR, bytes((0x04,)))
+
+    def vtime(self, i: int) -> int:
+        """Sample ``i``'s stamp [ns] on the device's running clock: --loop passes follow each
+        other one sample interval apart, so the device time never jumps back."""
+        return int(self.samples['stamp'][i]) + self.loop_offset_ns
 
     def mtdata2(self, i: int) -> bytes:
         s, stamp0 = self.samples, int(self.samples['stamp'][0])
         values: dict[str, object] = {
-            'packet_counter': i,
-            'sample_time_fine': self.args.stf_start + round((int(s['stamp'][i]) - stamp0) / 1e5),
+            'packet_counter': (i + self.passes * len(self.quat)) & 0xFFFF,
+            'sample_time_fine': self.args.stf_start + round((self.vtime(i) - stamp0) / 1e5),
             'quaternion': self.quat[i],
             'rate_of_turn': s['gyro'][i],
             'acceleration': s['accel'][i],
@@ -198,27 +206,26 @@ class Device:
             if not self.measuring:
                 continue
             if self.index >= total:
-                break
+                if not self.args.loop or total < 2:
+                    break
+                st = self.samples['stamp']
+                span = int(st[total - 1]) - int(st[0])
+                self.loop_offset_ns += span + span // (total - 1)
+                self.passes += 1
+                self.index = 0
+                continue
             if self.args.start_file is not None and not self.started:
                 if not self.args.start_file.exists():
                     time.sleep(0.01)  # --start-file: the consumer says when it is listening
                     continue
                 self.started = True
                 self.t0 = time.monotonic() + self.args.stream_delay
-                self.index0 = self.index
+                self.vt0 = self.vtime(self.index)
             if time.monotonic() < self.t0:
                 time.sleep(0.01)  # paced: --stream-delay
                 continue
             if self.args.speed > 0:
-                due = (
-                    self.t0
-                    + (
-                        int(self.samples['stamp'][self.index])
-                        - int(self.samples['stamp'][self.index0])
-                    )
-                    / 1e9
-                    / self.args.speed
-                )
+                due = self.t0 + (self.vtime(self.index) - self.vt0) / 1e9 / self.args.speed
                 wait = due - time.monotonic()
                 if wait > 0:
                     time.sleep(min(0.002, wait))  # paced: the sample clock
@@ -269,6 +276,11 @@ def main(argv: list[str] | None = None) -> int:
         help='seconds between GoToMeasurement and the first sample',
     )
     parser.add_argument('--linger', type=float, default=1.0)
+    parser.add_argument(
+        '--loop',
+        action='store_true',
+        help='after the last sample start again, the device clock running on (until stopped)',
+    )
     parser.add_argument('--seed', type=int, default=0)
     parser.add_argument('--link', type=Path, help='keep a symlink to the current slave here')
     parser.add_argument(

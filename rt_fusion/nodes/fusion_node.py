@@ -83,10 +83,11 @@ class FusionNodeParams:
         low=0.0,
     )
     camera_transport: str = param(
-        'shm: descriptors + the ring (zero copy); ros: full sensor_msgs/Image (the conventional '
-        'path, for comparison)',
-        default='shm',
-        choices=('shm', 'ros'),
+        'auto: the shared-memory ring (zero copy) where it is reachable, else the full '
+        'sensor_msgs/Image by itself (a camera on another computer: detected, logged); shm: the '
+        'ring only; ros: the full message only (the conventional path, for comparison)',
+        default='auto',
+        choices=('auto', 'shm', 'ros'),
     )
     camera_fast_path: bool = param(
         'take frames from the ring futex, not the rclpy callback', default=True

@@ -449,7 +449,10 @@ class ShmSubscription:
             reader = self._reader_for(desc)
             got = reader.read(desc)
         except (SegmentNotFoundError, SegmentOwnerError, SegmentLayoutError) as err:
-            if self.transport == 'auto':
+            # auto: a ring never reached is on another computer (or another user's): the full
+            # message from now on. A ring read before that is gone now is a writer restarting
+            # (a camera respawned after a crash): counted, and read again once it is back.
+            if self.transport == 'auto' and self.stats.delivered == 0:
                 self._fall_back(str(err))
             else:
                 self.stats.bad_descriptors += 1
