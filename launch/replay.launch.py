@@ -2,6 +2,7 @@
 
     ros2 launch rt_fusion replay.launch.py bag:=/path/to/bag
     ros2 launch rt_fusion replay.launch.py bag:=/path/to/bag mode:=lockstep rate:=1.0
+    ros2 launch rt_fusion replay.launch.py bag:=/path/to/bag loops:=0   # until stopped (a soak)
 
 In ``mode:=lockstep`` each message waits for an acknowledgement on ``ack_topic``; with
 ``ack_topic:=/fusion/ack`` and the fusion node's ``ack_topic`` set to the same (as

@@ -3,6 +3,7 @@
     ros2 launch rt_fusion vehicle.launch.py
     ros2 launch rt_fusion vehicle.launch.py config:=/path/to/my_vehicle.yaml microphone:=false
     ros2 launch rt_fusion vehicle.launch.py emulate:=true overrides:=/path/to/dev.yaml
+    ros2 launch rt_fusion vehicle.launch.py respawn:=true   # a node that dies is restarted
 
 Every node reads its parameters from one YAML file (``config``, default the installed
 ``config/vehicle.yaml``), then from ``overrides`` if given; a section for a node this graph does
@@ -21,7 +22,7 @@ hardware, each sensor on the next real thing fed with the recordings in ``data``
 ``../shared/data`` beside the source tree): the Xsens MTi on a pseudo-terminal
 (``xsens_emulator``), the ARS408 on a python-can UDP-multicast bus (``can_replay``, which also
 answers the configuration), the camera from the dash-cam video, the microphone from an ALSA
-``file`` PCM fed with a recorded clip. Only the device parameters are replaced (and
+``file`` PCM fed with a recorded clip, each looped. Only the device parameters are replaced (and
 ``rt.require_rt`` and ``rt.cpus``: a development machine has neither PREEMPT_RT nor the
 vehicle's CPUs); everything else is the file's.
 """

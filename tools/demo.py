@@ -140,8 +140,11 @@ class Probe:
 
     def __init__(self) -> None:
         import rclpy  # noqa: PLC0415
+        from diagnostic_msgs.msg import DiagnosticArray  # noqa: PLC0415
         from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: PLC0415
-        from rt_fusion_msgs.msg import ObjectArray, Trajectory  # noqa: PLC0415
+        from rt_fusion_msgs.msg import ObjectArray, ShmFrame, Trajectory  # noqa: PLC0415
+
+        from rt_fusion.ros.shm_transport import HELLO  # noqa: PLC0415
 
         rclpy.init()
         self.rclpy = rclpy
@@ -149,11 +152,36 @@ class Probe:
         qos = QoSProfile(depth=200, reliability=ReliabilityPolicy.RELIABLE)
         self.objects: dict[str, list[dict[str, Any]]] = {'fusion': []}
         self.plans: list[dict[str, Any]] = []
+        self.hello = HELLO  # a writer's handshake descriptor: no frame
+        self.committed = 0  # camera frames committed (their descriptors)
+        self.ledger: dict[str, int] = {}  # the fusion node's frame ledger (its diagnostics)
+        self.node.create_subscription(ShmFrame, '/camera/out/image/shm', self._on_frame, qos)
+        self.node.create_subscription(DiagnosticArray, '/diagnostics', self._on_diag, 20)
         for name in self.objects:
             self.node.create_subscription(
                 ObjectArray, f'/{name}/out/objects', functools.partial(self._on_objects, name), qos
             )
         self.node.create_subscription(Trajectory, '/planner/out/trajectory', self._on_plan, qos)
+
+    def _on_frame(self, m: Any) -> None:
+        if m.encoding != self.hello:
+            self.committed += 1
+
+    def _on_diag(self, m: Any) -> None:
+        for status in m.status:
+            if status.name.endswith(': fusion'):
+                values = {kv.key: kv.value for kv in status.values}
+                self.ledger = {k: int(v) for k, v in values.items() if k.startswith('frames_')}
+
+    def accounted(self) -> bool:
+        """Whether the fusion node's ledger accounts for every committed frame (nothing in
+        flight any more)."""
+        led = self.ledger
+        return bool(led) and (
+            led.get('frames_in_flight', 1) == 0
+            and led['frames_delivered'] + led['frames_overrun'] + led.get('frames_stale', 0)
+            >= self.committed
+        )
 
     def _on_objects(self, name: str, m: Any) -> None:
         self.objects[name].append(
@@ -191,10 +219,17 @@ class Probe:
     def wait_for_publishers(
         self, topics: tuple[str, ...], timeout_s: float, failed: Callable[[], list[str]]
     ) -> None:
-        """Spins until every topic has a publisher; exits with a message on timeout/failure."""
+        """Spins until every topic has a publisher and the fusion node's diagnostics arrive (it
+        spins: configured, model loaded, active); exits with a message on timeout/failure.
+
+        Publishers exist from the fusion node's configure on, but its executor spins only once
+        the model is loaded: descriptors sent meanwhile pile up in its keep-last history and all
+        but the last few are lost (83 of 300 frames on a cold H200 start, none once warm)."""
         end = time.monotonic() + timeout_s
         while True:
             waiting = [t for t in topics if not self.node.get_publishers_info_by_topic(t)]
+            if not self.ledger:
+                waiting.append('/diagnostics (fusion)')
             if not waiting:
                 return
             if failed() or time.monotonic() > end:
@@ -314,6 +349,9 @@ def follow(
             if graph.failed():
                 break
         probe.spin(args.settle)  # the last frames through fusion and planner
+        end = time.monotonic() + 15.0  # and the fusion's ledger (diagnostics) caught up
+        while not probe.accounted() and time.monotonic() < end and not graph.failed():
+            probe.spin(0.2)
         progress.update(task, completed=len(probe.objects['fusion']))
     return graph.failed()
 
@@ -611,6 +649,67 @@ def stage_table(samples: dict[str, dict[str, list[int]]], args: argparse.Namespa
     return table
 
 
+LEDGER_STAGES = (
+    ('committed', 'camera frames committed (descriptors seen by the probe)'),
+    ('transport_lost', 'lost in transport (committed, never delivered nor overrun)'),
+    ('frames_overrun', 'overrun in the ring (policy: newest wins)'),
+    ('frames_stale', 'slot rewritten before its descriptor was read (policy: newest wins)'),
+    ('frames_bad_descriptor', 'descriptor unreadable'),
+    ('frames_delivered', 'delivered to the fusion node'),
+    ('frames_queue_dropped', "dropped by the aligner's queue bound (policy)"),
+    ('frames_late', 'too late for the aligner (policy)'),
+    ('frames_out_of_order', 'out of order'),
+    ('frames_torn', 'torn under the network (detected, dropped)'),
+    ('frames_failed', 'failed in the worker'),
+    ('frames_in_flight', 'still in flight at the end'),
+    ('frames_fused', 'fused (objects published)'),
+)
+
+
+def frame_ledger(probe: Probe) -> dict[str, Any]:
+    """The run's frames stage by stage: what the probe saw committed, and the fusion node's
+    own ledger; ``unexplained`` names the losses no configured bound explains."""
+    led: dict[str, Any] = {'committed': probe.committed, **probe.ledger}
+    if not probe.ledger:
+        led['unexplained'] = {'no frame ledger from the fusion node': probe.committed}
+        return led
+    led['transport_lost'] = max(
+        0,
+        probe.committed
+        - led['frames_delivered']
+        - led['frames_overrun']
+        - led.get('frames_stale', 0)
+        - led.get('frames_bad_descriptor', 0),
+    )
+    led['unexplained'] = {
+        label: led[key]
+        for key, label in LEDGER_STAGES
+        if key
+        in (
+            'transport_lost',
+            'frames_bad_descriptor',
+            'frames_out_of_order',
+            'frames_failed',
+            'frames_in_flight',
+        )
+        and led.get(key)
+    }
+    return led
+
+
+def ledger_table(ledgers: dict[str, dict[str, Any]]) -> Any:
+    """Where each run's camera frames went."""
+    from rich.table import Table  # noqa: PLC0415
+
+    table = Table(title='camera frames, stage by stage', title_justify='left')
+    table.add_column('stage')
+    for run in ledgers:
+        table.add_column(run, justify='right')
+    for key, label in LEDGER_STAGES:
+        table.add_row(label, *(str(led.get(key, '-')) for led in ledgers.values()))
+    return table
+
+
 def scene_png(path: Path, probe: Probe) -> None:
     """Bird's-eye view: the fused objects over the run and the plans."""
     import matplotlib  # noqa: PLC0415
@@ -765,6 +864,13 @@ def main(argv: list[str] | None = None) -> int:
         f'{np.mean([len(m["objects"]) for m in fused_all]) if fused_all else 0:.1f}; the first '
         f'{args.warmup_frames} frames of each run (start-up) are left out of the table'
     )
+    ledgers = {name: frame_ledger(probe) for name, (probe, _bad, _graph) in runs.items()}
+    report.console.print(ledger_table(ledgers))
+    # Frames lost where no configured bound explains it (the transport, a stuck or failed
+    # frame) fail rt_fusion's run; the conventional graph's losses are shown, not failed.
+    unexplained = ledgers['rt_fusion']['unexplained']
+    if unexplained:
+        report.console.print(f'[red]rt_fusion lost frames with no drop policy: {unexplained}[/]')
     if failed:
         report.console.print(f'[red]failed processes: {failed} (logs in {args.out / "logs"})[/]')
     rows = {
@@ -785,6 +891,7 @@ def main(argv: list[str] | None = None) -> int:
             'statuses': {str(s): statuses.count(s) for s in set(statuses)},
             'latency': rows,
             'failed': failed,
+            'frame_ledger': ledgers,
             'samples_ns': samples,
         },
     )
@@ -826,7 +933,10 @@ def main(argv: list[str] | None = None) -> int:
         ratio_e2e_p99=p99('conventional', e2e_name) / p99('rt_fusion', e2e_name),
     )
     e2e = samples['rt_fusion'][e2e_name]
-    ok = not failed and len(fused_all) >= 0.9 * args.frames and bool(e2e)
+    # Frames dropped by a configured bound (the aligner's queue behind a slow CPU detector, a ring
+    # overrun) are accounted for, not failures; a loss nothing explains is. Half the frames is a
+    # sanity floor (a graph that barely runs), not a quality bar.
+    ok = not failed and len(fused_all) >= 0.5 * args.frames and bool(e2e) and not unexplained
     return 0 if ok else 1
 
 

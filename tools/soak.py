@@ -85,6 +85,7 @@ class Watch:
         from rt_fusion_msgs.msg import ObjectArray, ShmFrame, Trajectory  # noqa: PLC0415
 
         from rt_fusion.ros.conversions import time_to_ns  # noqa: PLC0415
+        from rt_fusion.ros.shm_transport import HELLO  # noqa: PLC0415
 
         rclpy.init()
         self.rclpy = rclpy
@@ -96,7 +97,7 @@ class Watch:
         self.ledger: dict[str, int] = {}  # the fusion node's frame ledger (its diagnostics)
 
         def on_frame(m: Any) -> None:
-            if m.encoding != 'HELLO':
+            if m.encoding != HELLO:
                 self.committed.append(time_to_ns(m.header.stamp))
 
         def on_objects(m: Any) -> None:
@@ -237,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     died: list[str] = []
     try:
         end = time.monotonic() + 120.0
-        while not all(
+        while not watch.ledger or not all(  # the fusion spins (diagnostics): see demo.py
             watch.node.get_publishers_info_by_topic(t)
             for t in ('/fusion/out/objects', '/planner/out/trajectory')
         ):
@@ -286,7 +287,8 @@ def main(argv: list[str] | None = None) -> int:
     rss0, rss1 = sum(first['rss_mb'].values()), sum(last['rss_mb'].values())
     ledger = samples[-1]['ledger'] if samples else {}
     policy = sum(
-        ledger.get(f'frames_{k}', 0) for k in ('overrun', 'queue_dropped', 'late', 'out_of_order')
+        ledger.get(f'frames_{k}', 0)
+        for k in ('overrun', 'stale', 'queue_dropped', 'late', 'out_of_order')
     )
     summary = {
         'minutes': round(samples[-1]['minute'], 2) if samples else 0.0,

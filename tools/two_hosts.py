@@ -112,7 +112,7 @@ def probe_main(seconds: float, out: Path) -> int:
     latched.durability = DurabilityPolicy.TRANSIENT_LOCAL
     start = watch.node.create_publisher(UInt64, START_TOPIC, latched)
     end = time.monotonic() + 120.0
-    while not all(
+    while not watch.ledger or not all(  # the fusion spins (its diagnostics): see demo.py
         watch.node.get_publishers_info_by_topic(t)
         for t in ('/fusion/out/objects', '/planner/out/trajectory')
     ):

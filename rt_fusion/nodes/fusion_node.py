@@ -534,6 +534,9 @@ class FusionNode(node_utils.DeviceNode):
         out = {
             'frames_delivered': cam.delivered if cam else st.received,
             'frames_overrun': cam.overruns if cam else 0,
+            # descriptors whose slot was rewritten before they were read (the reader behind)
+            'frames_stale': cam.stale if cam else 0,
+            'frames_bad_descriptor': cam.bad_descriptors if cam else 0,
             'frames_queue_dropped': st.dropped,
             'frames_late': st.late,
             'frames_out_of_order': st.out_of_order,
@@ -541,7 +544,13 @@ class FusionNode(node_utils.DeviceNode):
             'frames_failed': self.worker_errors,
             'frames_fused': self.frames,
         }
-        done = sum(v for k, v in out.items() if k not in ('frames_delivered', 'frames_overrun'))
+        undelivered = (
+            'frames_delivered',
+            'frames_overrun',
+            'frames_stale',
+            'frames_bad_descriptor',
+        )
+        done = sum(v for k, v in out.items() if k not in undelivered)
         out['frames_in_flight'] = out['frames_delivered'] - done
         return out
 

@@ -192,6 +192,14 @@ class ReplayNode(node_utils.DeviceNode):
                     break
                 if self._stop.wait(0.05):  # paced: the consumer's start signal
                     return
+        # Every shared-memory subscriber matched by now acknowledges a handshake before the
+        # first frame: a subscriber the replay has matched may not have matched the replay yet,
+        # and the frames it misses meanwhile are lost (78 of 300 on the H200 before this).
+        for pub in self.shm_pubs.values():
+            if not pub.wait_ready(max(p.wait_subscribers_s, 10.0), self._stop):
+                if self._stop.is_set():
+                    return
+                self.get_logger().warning(f'{pub.topic}: no reader acknowledged: starting anyway')
         if self._stop.wait(p.start_delay_s):
             return
         started = time.monotonic()
