@@ -93,8 +93,8 @@ def test_the_description_builds_where_launch_ros_exists() -> None:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     description = module.generate_launch_description()
-    # config, overrides, emulate, data, log_level, one switch per node, and the graph itself.
-    assert len(description.entities) == 5 + len(_graph()) + 1
+    # config, overrides, emulate, data, log_level, respawn, one switch per node, and the graph.
+    assert len(description.entities) == 6 + len(_graph()) + 1
 
 
 def test_the_replay_launch_feeds_the_same_fusion_and_planner() -> None:

@@ -259,32 +259,20 @@ def _recordings(data: Path) -> dict[str, Path]:
 
 
 def make_scenario_bag(args: argparse.Namespace) -> tuple[Path, float]:
-    """Generates the scenario (once per name/seconds/seed); returns its bag and ego speed."""
-    import json  # noqa: PLC0415
-
-    from rt_fusion.core.scenario import library  # noqa: PLC0415
-    from rt_fusion.core.scenario.generate import generate  # noqa: PLC0415
+    """Generates the scenario (once per name/seconds); returns its bag and ego speed."""
     from rt_fusion.core.scenario.world import ScenarioError  # noqa: PLC0415
+    from rt_fusion.ros.graph_runs import scenario_bag  # noqa: PLC0415
 
     try:
-        scenario = library.load(args.scenario, ROOT / 'config' / 'scenarios')
+        return scenario_bag(
+            args.scenario,
+            args.seconds,
+            args.out / 'scenario',
+            ROOT / 'config' / 'scenarios',
+            log=report.console.print,
+        )
     except ScenarioError as err:
         raise SystemExit(f'demo: {err}') from err
-    out = args.out / 'scenario'
-    truth = out / 'ground_truth.json'
-    key = {'scenario': scenario.get('name'), 'seconds': args.seconds, 'seed': 0}
-    fresh = truth.exists() and all(
-        json.loads(truth.read_text()).get(k) == v for k, v in key.items()
-    )
-    if not fresh:
-        import shutil  # noqa: PLC0415
-
-        shutil.rmtree(out, ignore_errors=True)
-        report.console.print(
-            f'generating the {scenario.get("name")} scenario ({args.seconds:g} s)'
-        )
-        generate(scenario, args.seconds, 0, out)
-    return out / 'bag', float(scenario['ego'].get('speed', 0.0))
 
 
 def start_fusion_and_planner(
@@ -366,27 +354,18 @@ def infer_period(args: argparse.Namespace) -> float:
 
 
 def scenario_params(args: argparse.Namespace, conventional: bool, path: Path) -> Path:
-    """The fusion and planner sections of config/replay.yaml for one run, written to ``path``.
+    """The fusion and planner sections of config/replay.yaml for one run, written to ``path``
+    (:func:`rt_fusion.ros.graph_runs.graph_params`)."""
+    from rt_fusion.ros.graph_runs import graph_params  # noqa: PLC0415
 
-    ``conventional``: the fusion node takes the frames as sensor_msgs/Image over rclpy (the
-    ``fusion_rclpy`` section, under the node name ``fusion``).
-    """
-    import yaml  # noqa: PLC0415
-
-    sections = params_file.load(CONFIG)
-    fusion = dict(sections['fusion_rclpy' if conventional else 'fusion'])
-    fusion.update(backend=args.backend, device=args.device)
-    fusion['infer_period_s'] = infer_period(args)
-    planner = dict(sections['planner'])
-    if os.geteuid() == 0:
-        planner['rt'] = {**planner.get('rt', {}), 'rt_priority': 50}
-    doc = {
-        'fusion': {params_file.PARAMS_KEY: fusion},
-        'planner': {params_file.PARAMS_KEY: planner},
-    }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    return path
+    return graph_params(
+        CONFIG,
+        path,
+        conventional=conventional,
+        backend=args.backend,
+        device=args.device,
+        infer_period_s=infer_period(args),
+    )
 
 
 class LaunchedRun:

@@ -75,61 +75,7 @@ def shm_segments(domain: str) -> int:
     return sum(1 for p in Path('/dev/shm').iterdir() if p.name.startswith(prefix))
 
 
-class Watch:
-    """The probe: committed frames (their descriptors), fused objects and trajectories."""
-
-    def __init__(self) -> None:
-        import rclpy  # noqa: PLC0415
-        from diagnostic_msgs.msg import DiagnosticArray  # noqa: PLC0415
-        from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: PLC0415
-        from rt_fusion_msgs.msg import ObjectArray, ShmFrame, Trajectory  # noqa: PLC0415
-
-        from rt_fusion.ros.conversions import time_to_ns  # noqa: PLC0415
-        from rt_fusion.ros.shm_transport import HELLO  # noqa: PLC0415
-
-        rclpy.init()
-        self.rclpy = rclpy
-        self.node = rclpy.create_node('soak_probe')
-        qos = QoSProfile(depth=500, reliability=ReliabilityPolicy.RELIABLE)
-        self.committed: list[int] = []  # frame stamps
-        self.fused: dict[int, int] = {}  # frame stamp -> objects published_ns
-        self.planned: dict[int, int] = {}  # frame stamp -> trajectory published_ns
-        self.ledger: dict[str, int] = {}  # the fusion node's frame ledger (its diagnostics)
-
-        def on_frame(m: Any) -> None:
-            if m.encoding != HELLO:
-                self.committed.append(time_to_ns(m.header.stamp))
-
-        def on_objects(m: Any) -> None:
-            self.fused.setdefault(time_to_ns(m.header.stamp), int(m.published_ns))
-
-        def on_plan(m: Any) -> None:
-            self.planned.setdefault(time_to_ns(m.objects_stamp), int(m.published_ns))
-
-        def on_diag(msg: Any) -> None:
-            for status in msg.status:
-                if status.name.endswith(': fusion'):
-                    values = {kv.key: kv.value for kv in status.values}
-                    self.ledger = {k: int(v) for k, v in values.items() if k.startswith('frames_')}
-
-        self.node.create_subscription(DiagnosticArray, '/diagnostics', on_diag, 20)
-        self.node.create_subscription(ShmFrame, '/camera/out/image/shm', on_frame, qos)
-        self.node.create_subscription(ObjectArray, '/fusion/out/objects', on_objects, qos)
-        self.node.create_subscription(Trajectory, '/planner/out/trajectory', on_plan, qos)
-
-    def spin(self, seconds: float) -> None:
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            self.rclpy.spin_once(self.node, timeout_sec=0.05)
-
-    def close(self) -> None:
-        from rt_fusion.ros import compat  # noqa: PLC0415
-
-        self.node.destroy_node()
-        compat.try_shutdown()
-
-
-def interval(watch: Watch, lo_ns: int, hi_ns: int) -> dict[str, Any]:
+def interval(watch: Any, lo_ns: int, hi_ns: int) -> dict[str, Any]:
     """Frames committed with stamps in [lo, hi): how many, lost, and their latencies [ms]."""
     frames = [s for s in watch.committed if lo_ns <= s < hi_ns]
     fused = [watch.fused[s] - s for s in frames if s in watch.fused]
@@ -210,11 +156,27 @@ def main(argv: list[str] | None = None) -> int:
     from std_msgs.msg import UInt64  # noqa: PLC0415
 
     from rt_fusion.ros import launching  # noqa: PLC0415
-    from rt_fusion_tools import demo  # noqa: PLC0415
+    from rt_fusion.ros.graph_runs import FrameWatch, graph_params, scenario_bag  # noqa: PLC0415
 
-    bag, _speed = demo.make_scenario_bag(args)
-    config = demo.scenario_params(args, False, args.out / 'params.yaml')
-    watch = Watch()
+    bag, _speed = scenario_bag(
+        args.scenario,
+        args.seconds,
+        args.out / 'scenario',
+        ROOT / 'config' / 'scenarios',
+        log=report.console.print,
+    )
+    infer = args.infer_period_s
+    if infer is None:  # as the demo: every frame on a GPU, at most every 0.1 s on the CPU
+        infer = 0.1 if args.device == 'cpu' and args.backend != 'none' else 0.0
+    config = graph_params(
+        ROOT / 'config' / 'replay.yaml',
+        args.out / 'params.yaml',
+        conventional=False,
+        backend=args.backend,
+        device=args.device,
+        infer_period_s=infer,
+    )
+    watch = FrameWatch('soak_probe')
     latched = QoSProfile(
         depth=1,
         reliability=ReliabilityPolicy.RELIABLE,
@@ -238,10 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     died: list[str] = []
     try:
         end = time.monotonic() + 120.0
-        while not watch.ledger or not all(  # the fusion spins (diagnostics): see demo.py
-            watch.node.get_publishers_info_by_topic(t)
-            for t in ('/fusion/out/objects', '/planner/out/trajectory')
-        ):
+        while not watch.graph_ready():
             if launched.died() or time.monotonic() > end:
                 raise SystemExit(f'soak: the graph did not come up; see {args.out}/launch.log')
             watch.spin(0.2)

@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # tools/ as rt_fusion_tools is installed; the probe needs soak
 
 START_TOPIC = '/two_hosts/start'
 SUBNET = '10.201.{}.{}'
@@ -105,17 +104,14 @@ def probe_main(seconds: float, out: Path) -> int:
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: PLC0415
     from std_msgs.msg import UInt64  # noqa: PLC0415
 
-    from tools.soak import Watch  # noqa: PLC0415
+    from rt_fusion.ros.graph_runs import FrameWatch  # noqa: PLC0415
 
-    watch = Watch()
+    watch = FrameWatch('two_hosts_probe')
     latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
     latched.durability = DurabilityPolicy.TRANSIENT_LOCAL
     start = watch.node.create_publisher(UInt64, START_TOPIC, latched)
     end = time.monotonic() + 120.0
-    while not watch.ledger or not all(  # the fusion spins (its diagnostics): see demo.py
-        watch.node.get_publishers_info_by_topic(t)
-        for t in ('/fusion/out/objects', '/planner/out/trajectory')
-    ):
+    while not watch.graph_ready():
         if time.monotonic() > end:
             print('PROBE no fusion/planner publishers', flush=True)
             return 1
@@ -234,19 +230,25 @@ def main(argv: list[str] | None = None) -> int:
     if os.geteuid() != 0:
         print('two_hosts: needs root (network namespaces, veth, mounts)', file=sys.stderr)
         return 2
-    from rt_fusion_tools import demo, report  # noqa: PLC0415
+    from rt_fusion.ros.graph_runs import graph_params, scenario_bag  # noqa: PLC0415
+    from rt_fusion_tools import report  # noqa: PLC0415
 
     args.out.mkdir(parents=True, exist_ok=True)
-    ns = argparse.Namespace(
-        scenario=args.scenario,
-        seconds=args.seconds,
-        out=args.out,
+    bag, _speed = scenario_bag(
+        args.scenario,
+        args.seconds,
+        args.out / 'scenario',
+        ROOT / 'config' / 'scenarios',
+        log=report.console.print,
+    )
+    config = graph_params(
+        ROOT / 'config' / 'replay.yaml',
+        args.out / 'params.yaml',
+        conventional=False,
         backend='onnxruntime',
         device='cpu',
-        infer_period_s=None,
+        infer_period_s=0.1,
     )
-    bag, _speed = demo.make_scenario_bag(ns)
-    config = demo.scenario_params(ns, False, args.out / 'params.yaml')
     env = {
         **os.environ,
         'ROS_DOMAIN_ID': os.environ.get('ROS_DOMAIN_ID', '45'),

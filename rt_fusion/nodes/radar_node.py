@@ -29,7 +29,6 @@ import can
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from nav_msgs.msg import Odometry
-from rclpy.event_handler import PublisherEventCallbacks
 from rclpy.qos import qos_profile_sensor_data
 from rt_fusion_msgs.msg import RadarObject, RadarObjects
 from sensor_msgs.msg import PointCloud2, PointField
@@ -45,7 +44,7 @@ from rt_fusion.core.protocols.ars408 import (
     RadarCycle,
     RadarState,
 )
-from rt_fusion.ros import node_utils
+from rt_fusion.ros import compat, node_utils
 from rt_fusion.ros.conversions import ns_to_time
 
 
@@ -187,7 +186,7 @@ class RadarNode(node_utils.DeviceNode):
             RadarObjects,
             '~/out/objects',
             qos_profile_sensor_data,
-            event_callbacks=PublisherEventCallbacks(matched=self._on_matched),
+            event_callbacks=compat.PublisherEventCallbacks(matched=self._on_matched),
         )
         self.points_pub = self.create_lifecycle_publisher(
             PointCloud2, '~/out/points', qos_profile_sensor_data

@@ -8,9 +8,10 @@ Where their rclpy differ, the rest of the code goes through the names here:
   ``rclpy.utilities``.
 - ``events_executor()``: ``rclpy.experimental.events_executor.EventsExecutor`` exists in 7.1.6
   and 9.1; Humble's rclpy 3.3 has no ``rclpy.experimental`` (``None`` there).
-- ``SubscriptionEventCallbacks``: ``rclpy.event_handler`` since Iron (ros2/rclpy#1058, which
-  renamed ``rclpy.qos_event``); Humble has only ``rclpy.qos_event``, and no ``matched`` event
-  there (``MATCHED_EVENTS`` is False: tools that wait for a match say so).
+- ``SubscriptionEventCallbacks`` / ``PublisherEventCallbacks``: ``rclpy.event_handler`` since
+  Iron (ros2/rclpy#1058, which renamed ``rclpy.qos_event``); Humble has only
+  ``rclpy.qos_event``, and no ``matched`` event there (``MATCHED_EVENTS`` is False: tools that
+  wait for a match say so).
 - ``discovery_env()``: ``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST`` (Iron and later; Jazzy warns
   that ``ROS_LOCALHOST_ONLY`` is deprecated) or Humble's ``ROS_LOCALHOST_ONLY=1``.
 - Timer callbacks take no argument: rclpy 9.1 passes a ``TimerInfo`` to callbacks that accept
@@ -29,17 +30,21 @@ from typing import Any
 from rclpy.utilities import ok, try_shutdown
 
 try:
-    from rclpy.event_handler import SubscriptionEventCallbacks
+    from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
 
     MATCHED_EVENTS = True
 except ImportError:  # Humble
-    from rclpy.qos_event import SubscriptionEventCallbacks  # type: ignore[no-redef,unused-ignore]
+    from rclpy.qos_event import (  # type: ignore[no-redef,unused-ignore]
+        PublisherEventCallbacks,
+        SubscriptionEventCallbacks,
+    )
 
     MATCHED_EVENTS = False
 
 __all__ = [
     'DISTROS',
     'MATCHED_EVENTS',
+    'PublisherEventCallbacks',
     'SubscriptionEventCallbacks',
     'discovery_env',
     'distro',
