@@ -54,19 +54,9 @@ ACTIVE = re.compile(r'\[INFO\] \[(\d+\.\d+)\] \[(\w+)\]: active')
 
 def node_pid(pgid: int, name: str) -> int | None:
     """The pid of the process of node ``name`` (``__node:=name``) in a launch's group."""
-    for entry in Path('/proc').iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / 'stat').read_text()
-            if int(stat[stat.rindex(')') + 2 :].split()[2]) != pgid:
-                continue
-            argv = (entry / 'cmdline').read_bytes().split(b'\0')
-        except (OSError, ValueError, IndexError):
-            continue
-        if f'__node:={name}'.encode() in argv:
-            return int(entry.name)
-    return None
+    from rt_fusion.ros.launching import group_argv  # noqa: PLC0415
+
+    return next((pid for pid, argv in group_argv(pgid).items() if f'__node:={name}' in argv), None)
 
 
 def shm_segments(domain: str) -> list[str]:

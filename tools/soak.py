@@ -40,21 +40,13 @@ GRACE_NS = 3_000_000_000  # a frame younger than this at a sample may still be i
 
 def node_processes(pgid: int) -> dict[str, int]:
     """name -> pid of the rt_fusion node processes of a launch's process group."""
+    from rt_fusion.ros.launching import group_argv  # noqa: PLC0415
+
     out: dict[str, int] = {}
-    for entry in Path('/proc').iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / 'stat').read_text()
-            if int(stat[stat.rindex(')') + 2 :].split()[2]) != pgid:
-                continue
-            argv = (entry / 'cmdline').read_bytes().split(b'\0')
-        except (OSError, ValueError, IndexError):
-            continue
-        names = [Path(a.decode(errors='replace')).name for a in argv[:2]]
-        node = next((n for n in names if n.endswith('_node')), None)
+    for pid, argv in group_argv(pgid).items():
+        node = next((n for n in (Path(a).name for a in argv[:2]) if n.endswith('_node')), None)
         if node is not None:
-            out[node] = int(entry.name)
+            out[node] = pid
     return out
 
 

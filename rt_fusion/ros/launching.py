@@ -18,7 +18,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -144,12 +144,8 @@ class LaunchedGraph:
         return self.popen.returncode
 
 
-def group_processes(pgid: int) -> list[str]:
-    """The processes of group ``pgid`` as ``pid state wchan cmdline`` lines (from /proc).
-
-    For a stop that missed its deadline: which process held it up, and in which kernel wait.
-    """
-    out = []
+def _group(pgid: int) -> Iterator[tuple[Path, list[str]]]:
+    """(/proc entry, stat fields after the command name) of each process of group ``pgid``."""
     for entry in Path('/proc').iterdir():
         if not entry.name.isdigit():
             continue
@@ -158,9 +154,35 @@ def group_processes(pgid: int) -> list[str]:
             fields = stat[stat.rindex(')') + 2 :].split()
             if int(fields[2]) != pgid:  # state, ppid, pgrp, ...
                 continue
+        except (OSError, ValueError, IndexError):
+            continue  # it ended meanwhile
+        yield entry, fields
+
+
+def group_argv(pgid: int) -> dict[int, list[str]]:
+    """pid -> command line of each process of group ``pgid`` (a launch's nodes, for tools that
+    watch or kill them)."""
+    out: dict[int, list[str]] = {}
+    for entry, _fields in _group(pgid):
+        try:
+            raw = (entry / 'cmdline').read_bytes()
+        except OSError:
+            continue
+        out[int(entry.name)] = [a.decode(errors='replace') for a in raw.split(b'\0') if a]
+    return out
+
+
+def group_processes(pgid: int) -> list[str]:
+    """The processes of group ``pgid`` as ``pid state wchan cmdline`` lines (from /proc).
+
+    For a stop that missed its deadline: which process held it up, and in which kernel wait.
+    """
+    out = []
+    for entry, fields in _group(pgid):
+        try:
             wchan = (entry / 'wchan').read_text().strip() or '-'
             cmd = (entry / 'cmdline').read_bytes().replace(b'\0', b' ').decode(errors='replace')
-        except (OSError, ValueError, IndexError):
+        except OSError:
             continue  # it ended meanwhile
         out.append(f'{entry.name} {fields[0]} {wchan} {cmd.strip()[:200]}')
     return sorted(out, key=lambda line: int(line.split()[0]))
