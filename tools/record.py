@@ -21,7 +21,8 @@ that is gone after the run.
 
 SIGINT or SIGTERM (or ``--duration``, ``--count``) ends the recording cleanly: the bag is
 closed with every message received up to then and readable by ``ros2 bag`` and rosbags. Prints
-``READY`` when subscribed (with each topic's QoS), then a table of counts and
+``READY`` when subscribed (with each topic's QoS), ``FIRST topic`` when a topic's first message
+is written, ``QOS topic=…`` when a late publisher changes a topic's QoS, then a table of counts and
 ``RESULT messages=… topics=… silent=… bag_mb=…``.
 """
 
@@ -179,7 +180,12 @@ def main(argv: list[str] | None = None) -> int:
     ack_pub = node.create_publisher(UInt64, args.ack, reliable) if args.ack else None
     policies: dict[str, str] = {}
 
-    def written() -> None:
+    alive: set[str] = set()
+
+    def written(topic: str) -> None:
+        if topic not in alive:  # a topic coming alive is worth a line
+            alive.add(topic)
+            print(f'FIRST {topic}', flush=True)
         total = sum(writer.counts.values())
         if ack_pub is not None:
             ack_pub.publish(UInt64(data=total))
@@ -200,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
                 data = serialize_message(msg)
                 with lock:
                     writer.write_raw(topic, IMAGE_TYPE, time.time_ns(), data)
-                written()
+                written(topic)
 
             keep.append(ShmSubscription(node, topic, on_frame, transport='shm', depth=args.depth))
             continue
@@ -208,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
         def on_raw(data: bytes, topic: str = topic, typename: str = typename) -> None:
             with lock:
                 writer.write_raw(topic, typename, time.time_ns(), data)
-            written()
+            written(topic)
 
         callbacks[topic] = on_raw
 
