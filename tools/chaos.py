@@ -74,6 +74,7 @@ class Probe:
         from diagnostic_msgs.msg import DiagnosticArray  # noqa: PLC0415
         from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: PLC0415
 
+        from rt_fusion.ros import diagnostics  # noqa: PLC0415
         from rt_fusion.ros.conversions import message_class  # noqa: PLC0415
 
         rclpy.init()
@@ -90,9 +91,8 @@ class Probe:
             )
 
         def on_diag(msg: Any) -> None:
-            for status in msg.status:
-                if status.name.endswith(': fusion'):
-                    self.fusion = {kv.key: kv.value for kv in status.values}
+            for _status, values in diagnostics.statuses(msg, 'fusion'):
+                self.fusion = values
 
         self.node.create_subscription(DiagnosticArray, '/diagnostics', on_diag, 50)
 

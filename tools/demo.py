@@ -168,10 +168,10 @@ class Probe:
             self.committed += 1
 
     def _on_diag(self, m: Any) -> None:
-        for status in m.status:
-            if status.name.endswith(': fusion'):
-                values = {kv.key: kv.value for kv in status.values}
-                self.ledger = {k: int(v) for k, v in values.items() if k.startswith('frames_')}
+        from rt_fusion.ros import diagnostics  # noqa: PLC0415
+
+        for _status, values in diagnostics.statuses(m, 'fusion'):
+            self.ledger = {k: int(v) for k, v in values.items() if k.startswith('frames_')}
 
     def accounted(self) -> bool:
         """Whether the fusion node's ledger accounts for every committed frame (nothing in

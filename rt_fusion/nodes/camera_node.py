@@ -23,7 +23,6 @@ import threading
 import time
 from typing import Any, ClassVar
 
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rclpy.task import Future
 from sensor_msgs.msg import CameraInfo
@@ -35,6 +34,7 @@ from rt_fusion.core.latency import LatencyRecorder
 from rt_fusion.core.params import param
 from rt_fusion.ros import node_utils
 from rt_fusion.ros.conversions import ns_to_time
+from rt_fusion.ros.diagnostics import Level, NodeDiagnostics
 from rt_fusion.ros.shm_transport import ShmPublisher, segment_name
 
 
@@ -133,7 +133,7 @@ class CameraNode(node_utils.DeviceNode):
                 self.info = load_camera_info(p.calibration_file)
             except CameraError as err:
                 raise ParameterError('calibration_file', p.calibration_file, str(err)) from err
-        self.diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
+        self.diag = NodeDiagnostics(self, 'camera')
         self.diag_timer = self.create_timer(p.diagnostics_period_s, self._publish_diagnostics)
         self.info_pub = self.create_lifecycle_publisher(
             CameraInfo, '~/out/camera_info', QoSProfile(depth=10)
@@ -275,11 +275,11 @@ class CameraNode(node_utils.DeviceNode):
         cost = self.cost.summary()
         skipped = self.cam.skipped if self.cam is not None else 0
         if self.last_error:
-            level, message = DiagnosticStatus.ERROR, self.last_error
+            level, message = Level.ERROR, self.last_error
         elif skipped:
-            level, message = DiagnosticStatus.WARN, f'{skipped} frames dropped by the source'
+            level, message = Level.WARN, f'{skipped} frames dropped by the source'
         else:
-            level, message = DiagnosticStatus.OK, 'streaming'
+            level, message = Level.OK, 'streaming'
         values = {
             'frames': self.frames,
             'dropped_frames': skipped,
@@ -288,16 +288,7 @@ class CameraNode(node_utils.DeviceNode):
             'publish_cost_p99_us': round(cost.p99_us, 1) if cost.count else '',
             'clock.locked': self.clock.locked,
         }
-        status = DiagnosticStatus(
-            level=level,
-            name=f'{self.get_fully_qualified_name()}: camera',
-            message=message,
-            hardware_id=self.params.target if self.params else '',
-            values=[KeyValue(key=k, value=str(v)) for k, v in values.items()],
-        )
-        out = DiagnosticArray(status=[status])
-        out.header.stamp = self.get_clock().now().to_msg()
-        self.diag_pub.publish(out)
+        self.diag.publish(level, message, values, self.params.target if self.params else '')
 
 
 def main(args: list[str] | None = None) -> int:

@@ -184,14 +184,19 @@ class FrameProbeNode(Node):
             rec = self._latency[path] = LatencyRecorder(self.params.count)
         rec.record(now - (desc.available_ns or desc.stamp_ns))
         if self.params.echo:
-            print(frame_json(desc, crc32(frame.array), path), flush=True)
+            crc = crc32(frame.array)
+            if not frame.valid():  # overwritten while read: counted torn (the watchdog finishes)
+                return
+            print(frame_json(desc, crc, path), flush=True)
         self._received += 1
         if self._accounted():
             self._finish()
 
     def _accounted(self) -> bool:
-        """Every frame of ``count`` was delivered or counted as overwritten before its read."""
-        return self._received + self.sub.stats.overruns >= self.params.count
+        """Every frame of ``count`` was delivered, or counted as overwritten before or while
+        it was read."""
+        stats = self.sub.stats
+        return self._received + stats.overruns + stats.torn >= self.params.count
 
     def _on_watchdog(self) -> None:
         if self._accounted():

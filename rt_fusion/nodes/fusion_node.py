@@ -35,7 +35,6 @@ import traceback
 from pathlib import Path
 from typing import Any, ClassVar
 
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from nav_msgs.msg import Odometry
 from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from rt_fusion_msgs.msg import AudioChunk, Lineage, Object, ObjectArray, RadarObjects
@@ -55,6 +54,7 @@ from rt_fusion.inference.runner import DEFAULT_INPUT_HW, FrameRunner
 from rt_fusion.inference.spec import ModelError
 from rt_fusion.ros import node_utils
 from rt_fusion.ros.conversions import ns_to_time, time_to_ns
+from rt_fusion.ros.diagnostics import Level, NodeDiagnostics
 from rt_fusion.ros.hearing_input import HearingInput
 from rt_fusion.ros.shm_transport import ShmSubscription
 
@@ -204,7 +204,7 @@ class FusionNode(node_utils.DeviceNode):
         self.odom_pub = self.create_lifecycle_publisher(
             Odometry, '~/out/odometry', reliable if p.ack_topic else qos_profile_sensor_data
         )
-        self.diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
+        self.diag = NodeDiagnostics(self, 'fusion')
         self.acks = 0
         self.ack_pub = (
             self.create_publisher(
@@ -591,19 +591,11 @@ class FusionNode(node_utils.DeviceNode):
         if self.hearing is not None:
             values.update(self.hearing.diagnostics())
         level = (
-            DiagnosticStatus.WARN
+            Level.WARN
             if self.torn or self.inference_errors or self.worker_errors or self.rejected
-            else DiagnosticStatus.OK
+            else Level.OK
         )
-        status = DiagnosticStatus(
-            level=level,
-            name=f'{self.get_fully_qualified_name()}: fusion',
-            message=f'{self.frames} frames fused',
-            values=[KeyValue(key=k, value=str(v)) for k, v in values.items()],
-        )
-        out = DiagnosticArray(status=[status])
-        out.header.stamp = self.get_clock().now().to_msg()
-        self.diag_pub.publish(out)
+        self.diag.publish(level, f'{self.frames} frames fused', values)
 
 
 def main(args: list[str] | None = None) -> int:

@@ -24,7 +24,6 @@ import time
 from typing import Any, ClassVar
 
 import serial
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import Imu
 
@@ -35,6 +34,7 @@ from rt_fusion.core.params import param
 from rt_fusion.core.protocols import xsens
 from rt_fusion.ros import node_utils
 from rt_fusion.ros.conversions import ns_to_time
+from rt_fusion.ros.diagnostics import Level, NodeDiagnostics
 
 FORMATS = {
     'float32': xsens.FORMAT_FLOAT32,
@@ -164,7 +164,7 @@ class ImuNode(node_utils.DeviceNode):
             self._msg.orientation_covariance[0] = -1.0  # REP 145: no orientation estimate
         qos = QoSProfile(depth=p.qos_depth, reliability=ReliabilityPolicy.RELIABLE)
         self.pub = self.create_lifecycle_publisher(Imu, '~/out/imu', qos)
-        self.diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
+        self.diag = NodeDiagnostics(self, 'Xsens MTi')
         self.diag_timer = self.create_timer(p.diagnostics_period_s, self._publish_diagnostics)
         self._connect()
 
@@ -325,11 +325,11 @@ class ImuNode(node_utils.DeviceNode):
         clock = self.clock.state()
         stats = dataclasses.asdict(self.parser.stats)
         if not self.connected:
-            level, message = DiagnosticStatus.ERROR, self.last_error or 'not connected'
+            level, message = Level.ERROR, self.last_error or 'not connected'
         elif stats['checksum_errors'] or stats['truncated'] or self.decode_errors:
-            level, message = DiagnosticStatus.WARN, 'corrupt messages skipped'
+            level, message = Level.WARN, 'corrupt messages skipped'
         else:
-            level, message = DiagnosticStatus.OK, 'streaming'
+            level, message = Level.OK, 'streaming'
         values = {
             **{f'parser.{k}': v for k, v in stats.items()},
             'published': self.published,
@@ -346,16 +346,7 @@ class ImuNode(node_utils.DeviceNode):
         if summary.count:
             values['publish_latency_p50_us'] = round(summary.p50_us, 1)
             values['publish_latency_p99_us'] = round(summary.p99_us, 1)
-        status = DiagnosticStatus(
-            level=level,
-            name=f'{self.get_fully_qualified_name()}: Xsens MTi',
-            message=message,
-            hardware_id=self.params.port if self.params else '',
-            values=[KeyValue(key=k, value=str(v)) for k, v in values.items()],
-        )
-        out = DiagnosticArray(status=[status])
-        out.header.stamp = self.get_clock().now().to_msg()
-        self.diag_pub.publish(out)
+        self.diag.publish(level, message, values, self.params.port if self.params else '')
 
 
 def main(args: list[str] | None = None) -> int:

@@ -22,7 +22,6 @@ import time
 from typing import Any, ClassVar
 
 import numpy as np
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rt_fusion_msgs.msg import AudioChunk
 
@@ -34,6 +33,7 @@ from rt_fusion.core.params import param
 from rt_fusion.core.shm import ShmRingWriter
 from rt_fusion.ros import node_utils
 from rt_fusion.ros.conversions import descriptor_to_msg, ns_to_time
+from rt_fusion.ros.diagnostics import Level, NodeDiagnostics
 from rt_fusion.ros.shm_transport import segment_name
 
 
@@ -122,7 +122,7 @@ class MicrophoneNode(node_utils.DeviceNode):
         self.pub = self.create_lifecycle_publisher(
             AudioChunk, '~/out/audio', QoSProfile(depth=64, reliability=ReliabilityPolicy.RELIABLE)
         )
-        self.diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
+        self.diag = NodeDiagnostics(self, 'microphone')
         self.diag_timer = self.create_timer(p.diagnostics_period_s, self._publish_diagnostics)
         self._msg = AudioChunk()
         self._msg.header.frame_id = p.frame_id
@@ -317,16 +317,16 @@ class MicrophoneNode(node_utils.DeviceNode):
             or self._stream_ended
             or time.time_ns() - self._last_callback_ns > 500_000_000
         ):
-            level, message = DiagnosticStatus.ERROR, self.last_error
+            level, message = Level.ERROR, self.last_error
         elif lost or self.overflows:
-            level, message = DiagnosticStatus.WARN, 'audio lost (overflows or a full queue)'
+            level, message = Level.WARN, 'audio lost (overflows or a full queue)'
         elif self.fallback_stamps:
             level, message = (
-                DiagnosticStatus.WARN,
+                Level.WARN,
                 'the backend reports no ADC time: stamps are estimated (fallback)',
             )
         else:
-            level, message = DiagnosticStatus.OK, 'streaming'
+            level, message = Level.OK, 'streaming'
         cb, pub = self.callback_ns.summary(), self.publish_ns.summary()
         values = {
             'blocks': self.blocks,
@@ -340,16 +340,7 @@ class MicrophoneNode(node_utils.DeviceNode):
             'block_to_publish_p99_us': round(pub.p99_us, 1) if pub.count else '',
             'last_error': self.last_error,
         }
-        status = DiagnosticStatus(
-            level=level,
-            name=f'{self.get_fully_qualified_name()}: microphone',
-            message=message,
-            hardware_id=self.params.device if self.params else '',
-            values=[KeyValue(key=k, value=str(v)) for k, v in values.items()],
-        )
-        out = DiagnosticArray(status=[status])
-        out.header.stamp = self.get_clock().now().to_msg()
-        self.diag_pub.publish(out)
+        self.diag.publish(level, message, values, self.params.device if self.params else '')
 
 
 def main(args: list[str] | None = None) -> int:

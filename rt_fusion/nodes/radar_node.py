@@ -27,7 +27,6 @@ from typing import Any, ClassVar
 
 import can
 import numpy as np
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from nav_msgs.msg import Odometry
 from rclpy.qos import qos_profile_sensor_data
 from rt_fusion_msgs.msg import RadarObject, RadarObjects
@@ -46,6 +45,7 @@ from rt_fusion.core.protocols.ars408 import (
 )
 from rt_fusion.ros import compat, node_utils
 from rt_fusion.ros.conversions import ns_to_time
+from rt_fusion.ros.diagnostics import Level, NodeDiagnostics
 
 
 @dataclasses.dataclass(frozen=True)
@@ -191,7 +191,7 @@ class RadarNode(node_utils.DeviceNode):
         self.points_pub = self.create_lifecycle_publisher(
             PointCloud2, '~/out/points', qos_profile_sensor_data
         )
-        self.diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
+        self.diag = NodeDiagnostics(self, 'ARS408')
         self.create_subscription(
             Odometry, '~/in/odometry', self._on_odometry, qos_profile_sensor_data
         )
@@ -353,13 +353,13 @@ class RadarNode(node_utils.DeviceNode):
             stats = dataclasses.asdict(self.decoder.stats)
             state, version = self.decoder.state, self.decoder.version
             clock = self.clock.state()
-        level, message = DiagnosticStatus.OK, 'ok'
+        level, message = Level.OK, 'ok'
         if state is not None and state.errors:
-            level, message = DiagnosticStatus.ERROR, 'radar reports ' + ', '.join(state.errors)
+            level, message = Level.ERROR, 'radar reports ' + ', '.join(state.errors)
         elif self.echo_mismatch:
-            level, message = DiagnosticStatus.WARN, '; '.join(self.echo_mismatch)
+            level, message = Level.WARN, '; '.join(self.echo_mismatch)
         elif stats['decode_errors'] or stats['incomplete']:
-            level, message = DiagnosticStatus.WARN, 'malformed frames or incomplete cycles'
+            level, message = Level.WARN, 'malformed frames or incomplete cycles'
         values = {
             **{f'decoder.{k}': v for k, v in stats.items()},
             'published': self.published,
@@ -376,16 +376,7 @@ class RadarNode(node_utils.DeviceNode):
             values['publish_latency_p50_us'] = round(summary.p50_us, 1)
             values['publish_latency_p99_us'] = round(summary.p99_us, 1)
         sensor = self.params.sensor_id if self.params else -1
-        status = DiagnosticStatus(
-            level=level,
-            name=f'{self.get_fully_qualified_name()}: ARS408',
-            message=message,
-            hardware_id=f'ARS408 sensor {sensor}',
-            values=[KeyValue(key=k, value=str(v)) for k, v in values.items()],
-        )
-        out = DiagnosticArray(status=[status])
-        out.header.stamp = self.get_clock().now().to_msg()
-        self.diag_pub.publish(out)
+        self.diag.publish(level, message, values, f'ARS408 sensor {sensor}')
 
 
 def main(args: list[str] | None = None) -> int:

@@ -27,7 +27,6 @@ import time
 from typing import Any, ClassVar
 
 import numpy as np
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import PoseStamped
 from nav_msgs.msg import Odometry, Path
 from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
@@ -49,6 +48,7 @@ from rt_fusion.core.planning.emergency import EmergencyParams, EmergencyYield
 from rt_fusion.core.planning.reference import PathError, ReferencePath
 from rt_fusion.ros import node_utils
 from rt_fusion.ros.conversions import ns_to_time, time_to_ns
+from rt_fusion.ros.diagnostics import Level, NodeDiagnostics
 
 
 @dataclasses.dataclass(frozen=True)
@@ -135,7 +135,7 @@ class TrajectoryNode(node_utils.DeviceNode):
         reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
         self.traj_pub = self.create_lifecycle_publisher(Trajectory, '~/out/trajectory', reliable)
         self.path_pub = self.create_lifecycle_publisher(Path, '~/out/path', reliable)
-        self.diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
+        self.diag = NodeDiagnostics(self, 'planner')
         # clock 'stamps' (lock-step replays): every object list and pose counts, none may be
         # overwritten while the planner lags; live ('wall') only the newest matter.
         lossless = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
@@ -390,7 +390,7 @@ class TrajectoryNode(node_utils.DeviceNode):
         assert isinstance(run, realtime.LatencySummary)
         rt = self.rt_report
         overruns = int(m['overruns'])  # type: ignore[arg-type]
-        level = DiagnosticStatus.WARN if overruns or (rt and rt.warnings) else DiagnosticStatus.OK
+        level = Level.WARN if overruns or (rt and rt.warnings) else Level.OK
         message = f'{overruns} deadline overruns' if overruns else 'planning on time'
         values = {
             'status': ('ok', 'comfort_stop', 'emergency_stop', 'no_input')[self.last_status]
@@ -409,15 +409,7 @@ class TrajectoryNode(node_utils.DeviceNode):
             'memory_locked': rt.memory_locked if rt else '',
             'rt_warnings': '; '.join(rt.warnings) if rt else '',
         }
-        status = DiagnosticStatus(
-            level=level,
-            name=f'{self.get_fully_qualified_name()}: planner',
-            message=message,
-            values=[KeyValue(key=k, value=str(v)) for k, v in values.items()],
-        )
-        out = DiagnosticArray(status=[status])
-        out.header.stamp = self.get_clock().now().to_msg()
-        self.diag_pub.publish(out)
+        self.diag.publish(level, message, values)
 
 
 def main(args: list[str] | None = None) -> int:

@@ -89,6 +89,7 @@ class FrameWatch:
         from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: PLC0415
         from rt_fusion_msgs.msg import ObjectArray, ShmFrame, Trajectory  # noqa: PLC0415
 
+        from rt_fusion.ros import diagnostics  # noqa: PLC0415
         from rt_fusion.ros.conversions import time_to_ns  # noqa: PLC0415
         from rt_fusion.ros.shm_transport import HELLO  # noqa: PLC0415
 
@@ -112,10 +113,8 @@ class FrameWatch:
             self.planned.setdefault(time_to_ns(m.objects_stamp), int(m.published_ns))
 
         def on_diag(msg: Any) -> None:
-            for status in msg.status:
-                if status.name.endswith(': fusion'):
-                    values = {kv.key: kv.value for kv in status.values}
-                    self.ledger = {k: int(v) for k, v in values.items() if k.startswith('frames_')}
+            for _status, values in diagnostics.statuses(msg, 'fusion'):
+                self.ledger = {k: int(v) for k, v in values.items() if k.startswith('frames_')}
 
         self.node.create_subscription(DiagnosticArray, '/diagnostics', on_diag, 20)
         self.node.create_subscription(ShmFrame, '/camera/out/image/shm', on_frame, qos)

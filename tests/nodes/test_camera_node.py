@@ -83,10 +83,11 @@ def test_frames_arrive_through_shm_in_order_and_bit_exact_and_none_lost_uncounte
         assert sequences == list(range(221))
     else:
         # As fast as the decoder goes, no back-pressure: a reader that falls a ring behind on a
-        # loaded machine loses frames, and each one is counted, never delivered torn or late.
+        # loaded machine loses frames, and each one is counted, never delivered late or shown
+        # as good when it was overwritten while read (torn: counted, checked above by CRC).
         stats = summary['stats']
-        assert summary['received'] + stats['overruns'] == 221, stats
-        assert stats['torn'] == 0 and stats['stale'] == 0, stats
+        assert summary['received'] + stats['overruns'] + stats['torn'] == 221, stats
+        assert stats['stale'] == 0, stats
         assert sequences[0] == 0  # the start handshake: the first frame is never lost
     assert frames[0]['shape'] == [540, 960, 3] and frames[0]['encoding'] == 'bgr8'
     assert camera.wait(30) == 0  # the file ended: the node finished on its own
