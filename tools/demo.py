@@ -4,7 +4,10 @@
 By default (``--source scenario``) the graph is ``launch/replay.launch.py`` started through
 LaunchService: ``replay_node`` plays a generated scenario into ``fusion_node`` and
 ``trajectory_node``, with the fusion and planner sections of config/replay.yaml. With
-``--source recordings`` it starts, as separate processes talking over real DDS:
+``--source recordings`` it is ``launch/vehicle.launch.py emulate:=true``: the vehicle's graph and
+``config/vehicle.yaml`` (the demo overrides the backend, the frame count and the transport), each
+sensor node on the next real thing fed with the recordings, as separate processes talking over
+real DDS:
 
 - ``camera_node``: the dash-cam video, paced at its frame rate, into a shared-memory ring
   (``ShmFrame`` descriptors) and, for the comparison, as full sensor_msgs/Image too;
@@ -12,10 +15,9 @@ LaunchService: ``replay_node`` plays a generated scenario into ``fusion_node`` a
 - ``imu_node``: an Xsens MTi on a pseudo-terminal (``xsens_emulator``) fed by the real IMU of
   the rio recording;
 - ``fusion_node``: frames read in place from the ring, IMU and radar aligned to them, the network
-  (ONNX Runtime on the CPU here), fused objects and odometry;
-- ``fusion_rclpy``: the same fusion taking the frames as sensor_msgs/Image over rclpy — the
-  conventional graph, measured in the same run;
-- ``trajectory_node``: replans on every object list (SCHED_FIFO when run as root).
+  (ONNX Runtime on the CPU here), fused objects and odometry; in the second run it takes the
+  frames as sensor_msgs/Image over rclpy — the conventional graph, measured the same way;
+- ``trajectory_node``: replans on every object list.
 
 It prints a latency table (P50/P99/max per stage, and the P99 ratio of the conventional path to
 ours) and writes ``results/demo/results.json``, ``latency.png`` (distributions) and
@@ -39,7 +41,6 @@ from typing import Any
 import numpy as np
 
 from rt_fusion.core.latency import summarize_ns
-from rt_fusion.core.linux import can_udp_port
 from rt_fusion.ros import params_file
 from rt_fusion_tools import report
 
@@ -494,93 +495,86 @@ def run_scenario_graph_direct(
     return probe, failed, graph
 
 
+def recordings_overrides(args: argparse.Namespace, conventional: bool, path: Path) -> Path:
+    """The demo's settings over ``config/vehicle.yaml`` for one run, written to ``path``: the
+    inference backend, the camera's frame count, and the transport under test. The camera
+    starts once the probe and the fusion node are both subscribed (``wait_subscribers``): the
+    fusion creates its camera subscription last in its configure, so no frame is sent before
+    it can take it."""
+    import yaml  # noqa: PLC0415
+
+    fusion: dict[str, Any] = {
+        'backend': args.backend,
+        'device': args.device,
+        'infer_period_s': infer_period(args),
+    }
+    if conventional:
+        fusion.update(camera_transport='ros', camera_fast_path=False)
+    sections = {
+        'camera': {
+            'count': args.frames,
+            'publish_image': conventional,
+            'wait_subscribers': 2,  # this probe and the fusion node
+            'wait_subscribers_s': 180.0,
+        },
+        'fusion': fusion,
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        yaml.safe_dump({k: {'ros__parameters': v} for k, v in sections.items()}, sort_keys=False)
+    )
+    return path
+
+
 def run_graph(
-    args: argparse.Namespace, files: dict[str, Path], env: dict[str, str], conventional: bool
+    args: argparse.Namespace, data: Path, env: dict[str, str], conventional: bool
 ) -> Any:
-    """Starts everything, replays, stops; returns the probe's records and the graph.
+    """``launch/vehicle.launch.py emulate:=true`` (the vehicle's graph and parameter file, each
+    sensor on the next real thing fed with the recordings: Xsens MTi on a pseudo-terminal,
+    ARS408 candump on a CAN bus, the dash-cam video as the camera) with the demo's overrides;
+    runs until the camera has sent ``--frames`` frames.
 
     ``conventional``: the fusion node takes the frames as sensor_msgs/Image over rclpy.
     """
-    graph = Graph(args.out / 'logs' / ('conventional' if conventional else 'rt_fusion'), env)
-    port = can_udp_port()
-    link = Path(f'/tmp/rt_fusion_demo_imu_{os.getpid()}')
-    probe = Probe()
+    from rt_fusion.ros import launching  # noqa: PLC0415
+
+    if not launching.available():
+        reason = launching.LaunchUnavailableError()
+        raise SystemExit(f'demo: --source recordings starts launch/vehicle.launch.py: {reason}')
+    logs = args.out / 'logs' / ('conventional' if conventional else 'rt_fusion')
+    overrides = recordings_overrides(args, conventional, logs / 'overrides.yaml')
+    probe = Probe()  # subscribed before the camera starts: it counts every committed frame
+    graph = LaunchedRun(
+        launching.LaunchedGraph(
+            'vehicle.launch.py',
+            {
+                'emulate': 'true',
+                'data': str(data),
+                'overrides': str(overrides),
+                'microphone': 'false',  # the fusion's vehicle configuration has no hearing
+            },
+            env=env,
+            log=logs / 'launch.log',
+        ),
+        logs,
+    )
     try:
-        emu = graph.start(
-            'xsens_emulator',
-            [
-                sys.executable,
-                str(ROOT / 'tools' / 'xsens_emulator.py'),
-                '--bag',
-                str(files['imu_bag']),
-                '--link',
-                str(link),
-                '--linger',
-                '0',
-            ],
-            pipe=True,
-        )
-        assert emu.stdout is not None
-        line = emu.stdout.readline()
-        if not line.startswith('READY'):
-            raise SystemExit(
-                f'demo: the IMU emulator did not start: {line!r} '
-                f'(see {graph.logs / "xsens_emulator.log"})'
-            )
-        graph.node('imu', 'imu_node', '-p', f'port:={link}')
-        graph.node('radar', 'radar_node', '-p', f'port:={port}')
-        start_fusion_and_planner(graph, args, conventional)
-        # The sensors start replaying only when every node is up (a cold CUDA start takes
-        # seconds): else the first frames would pass before anyone listens.
         probe.wait_for_publishers(
-            (
-                '/imu/out/imu',
-                '/radar/out/objects',
-                '/fusion/out/objects',
-                '/planner/out/trajectory',
-            ),
-            timeout_s=120.0,
+            ('/fusion/out/objects', '/planner/out/trajectory'),
+            timeout_s=180.0,
             failed=graph.failed,
-        )
-        graph.start(
-            'can_replay',
-            [
-                sys.executable,
-                str(ROOT / 'tools' / 'can_replay.py'),
-                str(files['candump']),
-                '-i',
-                'udp_multicast',
-                '-c',
-                '239.74.163.2',
-                '--port',
-                str(port),
-                '--start-delay',
-                '2',
-                '--quiet',
-            ],
-        )
-        camera = graph.node(
-            'camera',
-            'camera_node',
-            '-p',
-            f'file:={files["video"]}',
-            '-p',
-            f'count:={args.frames}',
-            '-p',
-            f'publish_image:={str(conventional).lower()}',
         )
         failed = follow(
             probe,
             graph,
-            lambda: camera.poll() is not None,
+            lambda: graph.launched.finished('camera_node'),
             args,
             conventional,
-            args.frames / 25.0 + 3.0,
+            args.frames / 25.0 + 180.0,  # and the camera's wait for its subscribers
         )
     finally:
         graph.stop()
         probe.close()
-        link.unlink(missing_ok=True)
     return probe, failed, graph
 
 
@@ -792,8 +786,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     phases = {'rt_fusion': False, 'conventional': True} if args.compare else {'rt_fusion': False}
     if args.source == 'recordings':
-        files = _recordings(args.data)
-        runs = {name: run_graph(args, files, env, conv) for name, conv in phases.items()}
+        _recordings(args.data)
+        runs = {name: run_graph(args, args.data, env, conv) for name, conv in phases.items()}
     else:
         bag, ego_speed = make_scenario_bag(args)
         args.frames = int(args.seconds * 30)

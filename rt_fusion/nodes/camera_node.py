@@ -80,6 +80,11 @@ class CameraParams:
         default=0.0,
         low=0.0,
     )
+    wait_subscribers: int = param(
+        'how many subscribers (the fusion, a recorder, ...) to wait for (wait_subscribers_s)',
+        default=1,
+        low=1,
+    )
     wait_subscribers_s: float = param(
         'before the first frame, wait up to this long for a subscriber that has acknowledged'
         ' the stream handshake (0: do not wait)',
@@ -224,10 +229,10 @@ class CameraNode(node_utils.DeviceNode):
             assert self.cam is not None
             assert self.pub is not None
             if waiting:  # once, before the first frame: until someone listens (bounded)
-                if not self.pub.wait_ready(p.wait_subscribers_s, self._stop):
+                if not self.pub.wait_ready(p.wait_subscribers_s, self._stop, p.wait_subscribers):
                     self.get_logger().warning(
-                        f'no subscriber ready after wait_subscribers_s={p.wait_subscribers_s}:'
-                        ' streaming anyway'
+                        f'{self.pub.subscriber_count()} of wait_subscribers={p.wait_subscribers}'
+                        f' ready after wait_subscribers_s={p.wait_subscribers_s}: streaming anyway'
                     )
                 waiting = False
             ws = self.pub.acquire(self.cam.shape, 'uint8', 'bgr8')

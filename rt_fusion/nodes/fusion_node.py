@@ -232,13 +232,6 @@ class FusionNode(node_utils.DeviceNode):
             if p.ack_topic
             else qos_profile_sensor_data,
         )
-        self.camera = ShmSubscription(
-            self,
-            '~/in/camera',
-            self._on_frame,
-            transport=p.camera_transport,
-            fast_path=p.camera_fast_path,
-        )
         if p.hearing_model:
             spec_path = resolve_share(p.hearing_model)
             try:
@@ -267,6 +260,17 @@ class FusionNode(node_utils.DeviceNode):
             self.rt_report = realtime.apply(rt)
         for warning in self.rt_report.warnings:
             self.get_logger().warning(f'real time: {warning}')
+        # The camera last, once the slow parts (the models, the real-time set-up) are done: a
+        # camera waiting for its subscribers (wait_subscribers_s) starts streaming only when this
+        # node is about to spin, so no descriptor waits unread in the keep-last history (depth:
+        # the ring's slots) while a model loads.
+        self.camera = ShmSubscription(
+            self,
+            '~/in/camera',
+            self._on_frame,
+            transport=p.camera_transport,
+            fast_path=p.camera_fast_path,
+        )
 
     def activate(self) -> None:
         """Starts the worker (and the camera fast path)."""

@@ -265,8 +265,11 @@ class ShmPublisher:
             desc += self._readers_pub.get_subscription_count()
         return desc + self._full_pub.get_subscription_count()
 
-    def wait_ready(self, timeout_s: float, stop: threading.Event | None = None) -> bool:
-        """Before the first frame: waits (bounded) until a subscriber is there and can receive.
+    def wait_ready(
+        self, timeout_s: float, stop: threading.Event | None = None, subscribers: int = 1
+    ) -> bool:
+        """Before the first frame: waits (bounded) until ``subscribers`` subscribers are there
+        (descriptors and full messages together) and can receive.
 
         A subscriber the writer has matched may not have matched the writer yet (discovery runs
         both ways, and a loaded host takes its time): frames published in between are retried
@@ -275,11 +278,12 @@ class ShmPublisher:
         skip it) and waits until every reliable subscriber has acknowledged it.
 
         Returns:
-            True when a subscriber is there and has the handshake; False at the timeout or stop.
+            True when the subscribers are there and have the handshake; False at the timeout or
+            stop.
         """
         end = time.monotonic() + timeout_s
         stop = stop or threading.Event()
-        while self.subscriber_count() == 0:
+        while self.subscriber_count() < max(1, subscribers):
             if time.monotonic() >= end or stop.wait(0.05):  # paced: discovery
                 return False
         if self._desc_pub is None or self._desc_pub.get_subscription_count() == 0:

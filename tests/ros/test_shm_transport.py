@@ -7,6 +7,7 @@ and CRC-32 of the payload) so the test compares what was sent with what arrived.
 from __future__ import annotations
 
 import json
+import threading
 import uuid
 
 import pytest
@@ -208,3 +209,52 @@ def test_segment_names_differ_by_domain_and_namespace() -> None:
     ]
     assert names[4] == 'rt_fusion_d91_car2_camera'
     assert len(set(names)) == len(names)
+
+
+def test_a_writer_waits_for_as_many_subscribers_as_it_is_told() -> None:
+    """camera_node's wait_subscribers: with one subscriber of two there, the handshake never
+    completes (its bounded wait returns False); with the second there it does, and both have
+    the handshake before any frame."""
+    rclpy = pytest.importorskip('rclpy')
+    from rclpy.executors import SingleThreadedExecutor  # noqa: PLC0415
+
+    from rt_fusion.ros import compat  # noqa: PLC0415
+    from rt_fusion.ros.shm_transport import ShmPublisher, ShmSubscription  # noqa: PLC0415
+    from tests.conftest import ros_env  # noqa: PLC0415
+
+    context = rclpy.Context()
+    rclpy.init(context=context, domain_id=int(ros_env()['ROS_DOMAIN_ID']))
+    segment = f'rtf_test_{uuid.uuid4().hex[:10]}'
+    try:
+        writer = rclpy.create_node('writer', context=context)
+        readers = [rclpy.create_node(f'reader{k}', context=context) for k in range(2)]
+        pub = ShmPublisher(writer, '/wait/frames', segment, 64, 4)
+        subs = [ShmSubscription(readers[0], '/wait/frames', lambda *_: None, transport='shm')]
+        executor = SingleThreadedExecutor(context=context)
+        for node in (writer, *readers):
+            executor.add_node(node)
+        spinning = threading.Event()
+
+        def spin() -> None:
+            while not spinning.is_set():
+                executor.spin_once(0.05)
+
+        spinner = threading.Thread(target=spin)
+        spinner.start()
+        try:
+            assert not pub.wait_ready(3.0, subscribers=2)  # one of two: the bounded wait ends
+            subs.append(
+                ShmSubscription(readers[1], '/wait/frames', lambda *_: None, transport='shm')
+            )
+            assert pub.wait_ready(60.0, subscribers=2)
+            assert pub.subscriber_count() == 2
+        finally:
+            spinning.set()
+            spinner.join()
+        for sub in subs:
+            sub.destroy()
+        pub.close()
+        executor.shutdown()
+    finally:
+        compat.try_shutdown(context=context)
+    assert not (SHM_DIR / segment).exists()
