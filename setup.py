@@ -29,6 +29,7 @@ NODES = {
     'trajectory_node': 'rt_fusion.nodes.trajectory_node:main',
     'fusion_node': 'rt_fusion.nodes.fusion_node:main',
     'replay_node': 'rt_fusion.nodes.replay_node:main',
+    'sim_node': 'rt_fusion.nodes.sim_node:main',
 }
 TOOLS = {
     'rt_fusion_demo': 'rt_fusion_tools.demo:main',

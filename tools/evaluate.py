@@ -69,6 +69,7 @@ HIGHER_IS_BETTER = (
     'class_accuracy',
     'emergency_recognised',
     'min_gap_m',
+    'ego_min_gap_m',
 )
 LOWER_IS_BETTER = (
     'pos_err_m',
@@ -77,6 +78,7 @@ LOWER_IS_BETTER = (
     'fp_per_frame',
     'collisions',
     'emergency_stops',
+    'ego_collisions',
 )
 RESULT_KEYS = (
     'precision',
@@ -89,6 +91,9 @@ RESULT_KEYS = (
     'collisions',
     'min_gap_m',
 )
+# --closed-loop: the ego as the planner drove it (samples where its box overlapped an actor's,
+# the smallest gap over the run, and whether it ended stopped).
+CLOSED_LOOP_KEYS = ('ego_collisions', 'ego_min_gap_m', 'ego_final_speed_mps')
 
 
 # --- parameters of one run -------------------------------------------------------------------
@@ -402,50 +407,34 @@ def camera_topic(counts: dict[str, int]) -> str:
 
 
 def run_graph(
-    bag: Path,
-    variant: str,
+    launch_file: str,
+    arguments: dict[str, str],
+    done: str,
     out: Path,
     collector: Collector,
-    config: Path,
     deadline_s: float,
-    camera: str,
-) -> dict[str, Any]:
-    """Lock-step replay of ``bag`` through replay.launch.py; returns what was recorded."""
-    out.mkdir(parents=True, exist_ok=True)
-    params = run_params(config, variant, out)
+) -> tuple[str, dict[str, Any]]:
+    """Runs ``launch_file`` (lock-step) until a line starting with ``done`` (the replay's or the
+    simulator's last line), lets the planner answer the last object lists, stops the graph;
+    returns that line and what was recorded."""
     collector.reset()
-    graph = launching.LaunchedGraph(
-        'replay.launch.py',
-        {
-            'bag': str(bag),
-            'mode': 'lockstep',
-            'restamp': 'false',
-            'ack_topic': ACK_TOPIC,
-            'start_topic': START_TOPIC,
-            'camera_topic': camera,
-            'audio': 'true',  # the fusion's hearing (a bag without a microphone: nothing)
-            'config': str(params),
-        },
-        log=out / 'graph.log',
-    )
+    graph = launching.LaunchedGraph(launch_file, arguments, log=out / 'graph.log')
     try:
         if not collector.start_when_listening(120.0):
             raise SystemExit(
                 f"evaluate: the graph's outputs never reached the recorder within 120 s "
                 f'(log: {out / "graph.log"})'
             )
-        line = graph.wait_for_line(('REPLAYED ', 'process has died'), deadline_s)
+        line = graph.wait_for_line((done, 'process has died'), deadline_s)
         if line is not None and 'process has died' in line:
             raise SystemExit(
                 f'evaluate: a node of the graph died: {line} (log: {out / "graph.log"})'
             )
         if line is None:
             raise SystemExit(
-                f'evaluate: the replay did not finish within {deadline_s:.0f} s '
+                f'evaluate: the graph did not finish within {deadline_s:.0f} s '
                 f'(log: {out / "graph.log"})'
             )
-        m = re.search(r'REPLAYED (\d+) ack_timeouts=(\d+)', line)
-        replayed, ack_timeouts = (int(m.group(1)), int(m.group(2))) if m else (0, -1)
         # The last frame's objects are out before its acknowledgement; the planner may still be
         # working on them: wait until it has answered every object list (or stays quiet).
         end, last, stable = time.monotonic() + 60.0, (-1, -1), 0
@@ -460,13 +449,83 @@ def run_graph(
     finally:
         graph.stop()
     with collector.lock:
-        return {
-            'replayed': replayed,
-            'ack_timeouts': ack_timeouts,
+        return line[line.index(done) :], {
             'objects': list(collector.objects),
             'odometry': dict(collector.odometry),
             'plans': list(collector.plans),
         }
+
+
+def run_replay(
+    bag: Path,
+    variant: str,
+    out: Path,
+    collector: Collector,
+    config: Path,
+    deadline_s: float,
+    camera: str,
+) -> dict[str, Any]:
+    """Lock-step replay of ``bag`` through replay.launch.py; returns what was recorded."""
+    out.mkdir(parents=True, exist_ok=True)
+    params = run_params(config, variant, out)
+    line, rec = run_graph(
+        'replay.launch.py',
+        {
+            'bag': str(bag),
+            'mode': 'lockstep',
+            'restamp': 'false',
+            'ack_topic': ACK_TOPIC,
+            'start_topic': START_TOPIC,
+            'camera_topic': camera,
+            'audio': 'true',  # the fusion's hearing (a bag without a microphone: nothing)
+            'config': str(params),
+        },
+        'REPLAYED ',
+        out,
+        collector,
+        deadline_s,
+    )
+    m = re.search(r'REPLAYED (\d+) ack_timeouts=(\d+)', line)
+    rec['replayed'], rec['ack_timeouts'] = (int(m.group(1)), int(m.group(2))) if m else (0, -1)
+    return rec
+
+
+def run_closed_loop(
+    scenario: Path,
+    seed: int,
+    seconds: float,
+    variant: str,
+    out: Path,
+    collector: Collector,
+    config: Path,
+    deadline_s: float,
+) -> dict[str, Any]:
+    """The scenario simulated by sim.launch.py, the planner driving the ego; its truth (the
+    ego as driven) goes to ``out/scenario``. Returns what was recorded."""
+    out.mkdir(parents=True, exist_ok=True)
+    params = run_params(config, variant, out)
+    line, rec = run_graph(
+        'sim.launch.py',
+        {
+            'scenario': str(scenario),
+            'seed': str(seed),
+            'seconds': f'{float(seconds)!r}',
+            'out': str(out / 'scenario'),
+            'start_topic': START_TOPIC,
+            'config': str(params),
+        },
+        'SIMULATED ',
+        out,
+        collector,
+        deadline_s,
+    )
+    fields = dict(kv.split('=') for kv in line.split()[2:])
+    rec['replayed'] = int(line.split()[1])
+    rec['ack_timeouts'] = int(fields['ack_timeouts'])
+    rec['plan_timeouts'] = int(fields['plan_timeouts'])
+    rec['plans_applied'] = int(fields['plans'])
+    rec['frames'] = int(fields['frames'])
+    return rec
 
 
 def score(
@@ -515,6 +574,20 @@ def score(
     plans = plans_in_world(rec['plans'], rec['odometry'], truth)
     metrics['planning'] = ev.score_planning(plans, actor_tracks(truth))
     metrics['planning']['trajectories'] = len(rec['plans'])
+    if 'plan_timeouts' in rec:  # closed loop: the ego as the plans drove it
+        ego = [
+            ev.EgoSample(
+                f['t'],
+                f['ego']['x'],
+                f['ego']['y'],
+                f['ego']['yaw'],
+                math.hypot(f['ego']['vx'], f['ego']['vy']),
+            )
+            for f in truth['frames']
+        ]
+        metrics['driving'] = ev.score_driving(ego, actor_tracks(truth))
+        metrics['driving']['plan_timeouts'] = rec['plan_timeouts']
+        metrics['driving']['plans_applied'] = rec['plans_applied']
     return _round(metrics), timing, frames
 
 
@@ -579,6 +652,7 @@ def flat(metrics: dict[str, Any]) -> dict[str, Any]:
     """The headline numbers of one run (the RESULT line's and the baseline's keys)."""
     vis = metrics.get('visible', {})
     plan = metrics.get('planning', {})
+    drive = metrics.get('driving', {})
     return {
         'precision': vis.get('precision'),
         'recall': vis.get('recall'),
@@ -593,6 +667,9 @@ def flat(metrics: dict[str, Any]) -> dict[str, Any]:
         'collisions': plan.get('collisions'),
         'min_gap_m': plan.get('min_gap_m'),
         'emergency_stops': plan.get('emergency_stops'),
+        'ego_collisions': drive.get('collision_samples'),
+        'ego_min_gap_m': drive.get('min_gap_m'),
+        'ego_final_speed_mps': drive.get('final_speed_mps'),
         'frames': metrics.get('frames'),
         'frames_fused': metrics.get('frames_fused'),
     }
@@ -607,9 +684,16 @@ def aggregate(rows: list[dict[str, Any]]) -> dict[str, Any]:
             values = [v for v in values if not math.isnan(v)]
         if not values:
             out[key] = None
-        elif key in ('id_switches', 'collisions', 'emergency_stops', 'frames', 'frames_fused'):
+        elif key in (
+            'id_switches',
+            'collisions',
+            'emergency_stops',
+            'ego_collisions',
+            'frames',
+            'frames_fused',
+        ):
             out[key] = int(sum(values))
-        elif key == 'min_gap_m':
+        elif key in ('min_gap_m', 'ego_min_gap_m'):
             out[key] = round(float(min(values)), 3)
         else:
             out[key] = round(float(np.mean(values)), 4)
@@ -634,6 +718,7 @@ def print_table(rows: list[tuple[str, dict[str, Any]]]) -> None:
         'emergency_recognised',
         'collisions',
         'min_gap_m',
+        *(c for c in CLOSED_LOOP_KEYS if any(r.get(c) is not None for _n, r in rows)),
         'frames_fused',
     )
     table.add_column('run')
@@ -724,7 +809,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--write-baseline', type=Path, help='store this run as the baseline')
     parser.add_argument('--out', type=Path, default=ROOT / 'results' / 'eval')
     parser.add_argument('--deadline', type=float, default=900.0, help='per run [s]')
+    parser.add_argument(
+        '--closed-loop',
+        action='store_true',
+        help="the planner drives the ego (sim.launch.py) instead of the scenario's script: "
+        'planning is scored by what the ego did (ego_collisions, ego_min_gap_m)',
+    )
     args = parser.parse_args(argv)
+    if args.closed_loop and args.bag is not None:
+        parser.error('--closed-loop simulates a scenario: give --scenario or --scenario-file')
     if not launching.available():
         print(f'evaluate: {launching.LaunchUnavailableError()}', file=sys.stderr)
         return 2
@@ -735,19 +828,24 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault('ROS_DOMAIN_ID', str(1 + os.getpid() % 100))
     os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
     os.environ.setdefault('AMENT_PREFIX_PATH', sys.prefix)
-    # What to run: (run name, bag folder).
-    jobs: list[tuple[str, Path]] = []
+    # What to run: (run name, bag folder or None, scenario YAML, seed).
+    jobs: list[tuple[str, Path | None, Path | None, int]] = []
+    suffix = '-closed' if args.closed_loop else ''
+
+    def add(name: str, path: Path, seed: int) -> None:
+        job = run_name(name, seed, args.seconds) + suffix
+        if args.closed_loop:  # the simulator renders as it goes: nothing to generate
+            jobs.append((job, None, path, seed))
+            return
+        print(f'evaluate: generating {name} seed {seed} ({args.seconds:g} s)', flush=True)
+        scenario = yaml.safe_load(path.read_text())
+        jobs.append((job, make_bag(args, scenario, name, seed, args.out), path, seed))
+
     if args.bag is not None:
-        jobs.append((args.bag.name, args.bag))  # a scenario folder (bag/ + truth) or a bag
+        jobs.append((args.bag.name, args.bag, None, 0))  # a scenario folder or a bag
     elif args.scenario_file is not None:
         scenario = yaml.safe_load(args.scenario_file.read_text())
-        name = scenario.get('name', args.scenario_file.stem)
-        jobs.append(
-            (
-                run_name(name, args.seed, args.seconds),
-                make_bag(args, scenario, name, args.seed, args.out),
-            )
-        )
+        add(scenario.get('name', args.scenario_file.stem), args.scenario_file.resolve(), args.seed)
     else:
         names = (
             [n for n in args.scenarios.split(',') if n]
@@ -760,32 +858,48 @@ def main(argv: list[str] | None = None) -> int:
             path = SCENARIOS / f'{name}.yaml'
             if not path.is_file():
                 parser.error(f'no built-in scenario {name!r} in {SCENARIOS}')
-            scenario = yaml.safe_load(path.read_text())
             for seed in seeds:
-                print(f'evaluate: generating {name} seed {seed} ({args.seconds:g} s)', flush=True)
-                jobs.append(
-                    (
-                        run_name(name, seed, args.seconds),
-                        make_bag(args, scenario, name, seed, args.out),
-                    )
-                )
+                add(name, path, seed)
     # SIGTERM (a timeout, CI) ends the run through the finally blocks: the graph is stopped.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     collector = Collector()
     rows: list[tuple[str, dict[str, Any]]] = []
     by_key: dict[str, dict[str, Any]] = {}
     try:
-        for job, folder in jobs:
-            bag = folder / 'bag' if (folder / 'bag').is_dir() else folder
-            truth = load_truth(folder)
-            counts = bag_counts(bag)
+        for job, folder, scenario_path, seed in jobs:
+            if folder is not None:
+                bag = folder / 'bag' if (folder / 'bag').is_dir() else folder
+                truth = load_truth(folder)
+                counts = bag_counts(bag)
             for variant in variants:
                 out = args.out / job / variant
                 started = time.monotonic()
-                print(f'evaluate: {job} {variant}: lock-step replay ...', flush=True)
-                rec = run_graph(
-                    bag, variant, out, collector, args.config, args.deadline, camera_topic(counts)
-                )
+                if folder is None:
+                    assert scenario_path is not None
+                    print(f'evaluate: {job} {variant}: closed loop ...', flush=True)
+                    rec = run_closed_loop(
+                        scenario_path,
+                        seed,
+                        args.seconds,
+                        variant,
+                        out,
+                        collector,
+                        args.config,
+                        args.deadline,
+                    )
+                    truth = load_truth(out / 'scenario')  # the ego as this run drove it
+                    counts = {'/camera/out/image': rec['frames']}
+                else:
+                    print(f'evaluate: {job} {variant}: lock-step replay ...', flush=True)
+                    rec = run_replay(
+                        bag,
+                        variant,
+                        out,
+                        collector,
+                        args.config,
+                        args.deadline,
+                        camera_topic(counts),
+                    )
                 metrics, timing, frames = score(rec, truth, counts, params)
                 (out / 'metrics.json').write_text(
                     json.dumps(metrics, indent=1, sort_keys=True) + '\n'
@@ -819,10 +933,19 @@ def main(argv: list[str] | None = None) -> int:
                 row = flat(metrics)
                 rows.append((f'{job} {variant}', row))
                 by_key[f'{job}/{variant}'] = row
+                driving = metrics.get('driving', {})
+                closed = (
+                    f', {driving["plans_applied"]} plans drove the ego '
+                    f'({driving["plan_timeouts"]} timeouts), {driving["collision_samples"]} '
+                    f'collision samples, min gap {driving["min_gap_m"]} m, final speed '
+                    f'{driving["final_speed_mps"]} m/s'
+                    if driving
+                    else ''
+                )
                 print(
                     f'evaluate: {job} {variant}: {metrics["frames_fused"]}/'
                     f'{metrics["frames"]} frames fused, {metrics["ack_timeouts"]} ack timeouts, '
-                    f'{time.monotonic() - started:.0f} s',
+                    f'{time.monotonic() - started:.0f} s{closed}',
                     flush=True,
                 )
     finally:
@@ -842,7 +965,7 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / 'summary.json').write_text(json.dumps(summary, indent=1, sort_keys=True) + '\n')
     status = 0
     if args.write_baseline is not None:
-        keep = RESULT_KEYS  # the baseline guards the RESULT line's figures
+        keep = RESULT_KEYS + (CLOSED_LOOP_KEYS[:2] if args.closed_loop else ())
         old = (
             yaml.safe_load(args.write_baseline.read_text())
             if args.write_baseline.is_file()
@@ -860,6 +983,8 @@ def main(argv: list[str] | None = None) -> int:
             'fp_per_frame': 0.02,
             'collisions': 0,
             'min_gap_m': 0.3,
+            'ego_collisions': 0,
+            'ego_min_gap_m': 0.3,
         }
         args.write_baseline.write_text(
             '# Evaluation baseline: tools/evaluate.py --write-baseline (see README: regression '
@@ -879,7 +1004,15 @@ def main(argv: list[str] | None = None) -> int:
 
     print(
         'RESULT '
-        + ' '.join(f'{k}={fmt(fused.get(k))}' for k in (*RESULT_KEYS, 'frames', 'frames_fused'))
+        + ' '.join(
+            f'{k}={fmt(fused.get(k))}'
+            for k in (
+                *RESULT_KEYS,
+                *(CLOSED_LOOP_KEYS if args.closed_loop else ()),
+                'frames',
+                'frames_fused',
+            )
+        )
     )
     return status
 

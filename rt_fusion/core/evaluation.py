@@ -450,3 +450,63 @@ def score_planning(
         'max_abs_jerk_mps3': max_jerk,
         'emergency_stops': sum(p.emergency for p in plans),
     }
+
+
+# --- closed loop: the ego as it was driven -------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class EgoSample:
+    """The true ego at one time [s]: world pose [m, rad] and speed [m/s]."""
+
+    t: float
+    x: float
+    y: float
+    yaw: float
+    speed: float
+
+
+def score_driving(
+    ego: Sequence[EgoSample],
+    actors: Sequence[ActorTrack],
+    ego_size: tuple[float, float] = (4.5, 1.9),
+    stopped_mps: float = 0.2,
+) -> dict[str, Any]:
+    """How the driven ego fared against the true actors (closed loop): the smallest gap between
+    the boxes over the run, the samples where they overlapped (collisions) and the first time,
+    the ego's acceleration and jerk, its final speed and whether it ended stopped."""
+    if not ego:
+        return {'samples': 0}
+    ts = np.array([e.t for e in ego])
+    speed = np.array([e.speed for e in ego])
+    r_ego = math.hypot(*ego_size) / 2
+    min_gap, first_collision, collisions = math.inf, math.nan, 0
+    for e in ego:
+        box = box_corners(e.x, e.y, e.yaw, *ego_size)
+        hit = False
+        for actor in actors:
+            pose = actor.at(e.t)
+            if pose is None:
+                continue
+            r_actor = math.hypot(actor.length, actor.width) / 2
+            if math.hypot(pose[0] - e.x, pose[1] - e.y) - r_ego - r_actor > min_gap:
+                continue  # bounding circles: cannot beat the smallest gap so far
+            gap = box_gap(box, box_corners(*pose, actor.length, actor.width))
+            min_gap = min(min_gap, gap)
+            hit |= gap <= 0.0
+        if hit:
+            collisions += 1
+            if math.isnan(first_collision):
+                first_collision = e.t
+    acc = np.gradient(speed, ts) if len(ts) > 2 else np.zeros_like(speed)
+    jerk = np.gradient(acc, ts) if len(ts) > 2 else np.zeros_like(speed)
+    return {
+        'samples': len(ego),
+        'collision_samples': collisions,
+        'first_collision_s': first_collision,
+        'min_gap_m': min_gap,
+        'max_decel_mps2': float(max(0.0, -acc.min())),
+        'max_abs_jerk_mps3': float(np.abs(jerk).max()),
+        'final_speed_mps': float(speed[-1]),
+        'stopped': bool(speed[-1] <= stopped_mps),
+    }

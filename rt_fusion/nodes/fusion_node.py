@@ -32,7 +32,6 @@ import sys
 import threading
 import time
 import traceback
-from pathlib import Path
 from typing import Any, ClassVar
 
 from nav_msgs.msg import Odometry
@@ -41,7 +40,6 @@ from rt_fusion_msgs.msg import AudioChunk, Lineage, Object, ObjectArray, RadarOb
 from sensor_msgs.msg import Imu
 from std_msgs.msg import Float64, UInt64
 
-import rt_fusion
 from rt_fusion.core import realtime
 from rt_fusion.core.errors import ParameterError
 from rt_fusion.core.fusion import FusedFrame, FusionEngine, FusionParams, RadarObjectIn
@@ -114,24 +112,6 @@ class FusionNodeParams:
     )
 
 
-def resolve_share(path: str) -> Path:
-    """A path relative to the installed share folder or the repository (editable installs)."""
-    p = Path(path)
-    if p.is_absolute():
-        return p
-    candidates = [
-        Path(rt_fusion.__file__).resolve().parents[1] / p,
-        Path(sys.prefix) / 'share' / 'rt_fusion' / p,
-    ]
-    try:
-        from ament_index_python.packages import get_package_share_directory  # noqa: PLC0415
-
-        candidates.insert(0, Path(get_package_share_directory('rt_fusion')) / p)
-    except (ImportError, LookupError, ValueError, OSError):  # no ament index (a venv)
-        pass
-    return next((c for c in candidates if c.exists()), candidates[-1])
-
-
 class FusionNode(node_utils.DeviceNode):
     """See the module docstring."""
 
@@ -188,7 +168,7 @@ class FusionNode(node_utils.DeviceNode):
         self.runner = None
         self.input_hw = DEFAULT_INPUT_HW
         if p.backend != 'none':
-            spec_path = resolve_share(p.model)
+            spec_path = node_utils.resolve_share(p.model)
             try:
                 self.runner = FrameRunner(spec_path, p.backend, p.device, p.threads)
             except ModelError as err:
@@ -233,7 +213,7 @@ class FusionNode(node_utils.DeviceNode):
             else qos_profile_sensor_data,
         )
         if p.hearing_model:
-            spec_path = resolve_share(p.hearing_model)
+            spec_path = node_utils.resolve_share(p.hearing_model)
             try:
                 model = load_hearing_model(spec_path)
             except ModelError as err:

@@ -59,12 +59,15 @@ SENSORS = (
     GraphNode('microphone', 'microphone_node', sensor=True),
 )
 REPLAY = GraphNode('replay', 'replay_node')
+# The closed-loop simulator: a scenario's sensors, its ego driven by the planner's trajectories.
+SIM = GraphNode('sim', 'sim_node', (('~/in/trajectory', '/planner/out/trajectory'),))
 
 VEHICLE = (*SENSORS, FUSION, PLANNER)
 REPLAYED = (REPLAY, FUSION, PLANNER)
+CLOSED_LOOP = (SIM, FUSION, PLANNER)
 # Every node name a parameter file of this package may have a section for (fusion_rclpy: the
 # conventional-graph fusion the demo measures beside ours).
-KNOWN_SECTIONS = (*(n.name for n in (*VEHICLE, REPLAY)), 'fusion_rclpy')
+KNOWN_SECTIONS = (*(n.name for n in (*VEHICLE, REPLAY, SIM)), 'fusion_rclpy')
 
 
 def check_config(path: str | Path, nodes: Iterable[GraphNode] | None = None) -> dict[str, Any]:

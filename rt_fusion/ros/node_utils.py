@@ -11,6 +11,7 @@ import sys
 import threading
 import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 import rclpy
@@ -31,6 +32,7 @@ from rclpy.subscription import Subscription
 from rclpy.task import Future
 from rclpy.timer import Timer
 
+import rt_fusion
 from rt_fusion.core import params
 from rt_fusion.core.errors import ParameterError, RtFusionError
 from rt_fusion.ros import compat, params_file
@@ -553,3 +555,21 @@ def leave(status: int) -> None:
         with contextlib.suppress(Exception):
             stream.flush()
     os._exit(status)
+
+
+def resolve_share(path: str) -> Path:
+    """A path relative to the installed share folder or the repository (editable installs)."""
+    p = Path(path)
+    if p.is_absolute():
+        return p
+    candidates = [
+        Path(rt_fusion.__file__).resolve().parents[1] / p,
+        Path(sys.prefix) / 'share' / 'rt_fusion' / p,
+    ]
+    try:
+        from ament_index_python.packages import get_package_share_directory  # noqa: PLC0415
+
+        candidates.insert(0, Path(get_package_share_directory('rt_fusion')) / p)
+    except (ImportError, LookupError, ValueError, OSError):  # no ament index (a venv)
+        pass
+    return next((c for c in candidates if c.exists()), candidates[-1])

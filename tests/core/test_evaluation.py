@@ -10,6 +10,7 @@ import pytest
 from rt_fusion.core.errors import ParameterError
 from rt_fusion.core.evaluation import (
     ActorTrack,
+    EgoSample,
     EvalParams,
     Frame,
     OutputObject,
@@ -19,6 +20,7 @@ from rt_fusion.core.evaluation import (
     box_gap,
     latency_stages,
     match,
+    score_driving,
     score_perception,
     score_planning,
 )
@@ -275,3 +277,28 @@ def test_planning_gap_collision_and_comfort() -> None:
     assert m['max_abs_accel_mps2'] == 4.0
     assert m['max_abs_jerk_mps3'] == pytest.approx(40.0)  # -4 -> 0 within one 0.1 s step
     assert m['emergency_stops'] == 1
+
+
+def test_driving_gap_collisions_and_stop_of_the_driven_ego() -> None:
+    """The closed-loop score: an ego at 10 m/s braking at 4 m/s² from t = 0 towards an actor
+    whose rear is at 28 m stops after 12.5 m (gap 28 - 14.5 = 13.5 m); one that does not brake
+    overlaps it from t = 2.6 s (front at 2 + 10 t)."""
+    actor = ActorTrack(
+        1, np.array([0.0, 10.0]), np.array([30.0, 30.0]), np.zeros(2), np.zeros(2), 4.0, 2.0
+    )
+    ts = np.linspace(0.0, 4.0, 401)
+    brake = [
+        EgoSample(t, 10 * t - 2 * t * t if t < 2.5 else 12.5, 0.0, 0.0, max(0.0, 10 - 4 * t))
+        for t in ts
+    ]
+    m = score_driving(brake, [actor], ego_size=(4.0, 2.0))
+    assert m['collision_samples'] == 0 and math.isnan(m['first_collision_s'])
+    assert m['min_gap_m'] == pytest.approx(13.5)
+    assert m['max_decel_mps2'] == pytest.approx(4.0, abs=0.1)
+    assert m['stopped'] and m['final_speed_mps'] == 0.0
+    crash = [EgoSample(t, 10 * t, 0.0, 0.0, 10.0) for t in ts]
+    m = score_driving(crash, [actor], ego_size=(4.0, 2.0))
+    assert m['min_gap_m'] == 0.0 and m['first_collision_s'] == pytest.approx(2.6, abs=0.011)
+    # Overlapping while the front is between 26 and 34 m: 2.6 s to 3.4 s, 81 samples.
+    assert m['collision_samples'] == 81
+    assert not m['stopped'] and m['max_decel_mps2'] == pytest.approx(0.0, abs=1e-9)

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
@@ -88,6 +89,54 @@ def test_the_short_suite_holds_the_stored_baseline(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     keys = yaml.safe_load(BASELINE.read_text())['runs']
     assert {'cut_in-s100-4s/fused', 'stopped_car-s100-4s/radar_only'} <= set(keys)
+
+
+@pytest.mark.slow
+def test_closed_loop_the_planner_stops_the_ego_behind_the_stopped_car(tmp_path: Path) -> None:
+    """--closed-loop: the planner drives the ego (sim.launch.py). The scenario's script drives
+    through the stopped car (its box overlaps it from about 5.8 s); driven by the plans the ego
+    stops behind it, every plan applied on time (deterministic)."""
+    import math  # noqa: PLC0415
+
+    from rt_fusion.core import evaluation as ev  # noqa: PLC0415
+    from rt_fusion.core.scenario.world import build_world  # noqa: PLC0415
+
+    scenario = yaml.safe_load((ROOT / 'config' / 'scenarios' / 'stopped_car.yaml').read_text())
+    world = build_world(scenario, 8.0)
+    actors = [
+        ev.ActorTrack(
+            a.id,
+            a.t[::100],
+            a.x[::100],
+            a.y[::100],
+            a.yaw[::100],
+            a.size[0],
+            a.size[1],
+        )
+        for a in world.actors
+    ]
+    scripted = [
+        ev.EgoSample(t, st['x'], st['y'], st['yaw'], math.hypot(st['vx'], st['vy']))
+        for t in np.arange(0.0, 8.0, 0.1)
+        for st in [world.ego.at(float(t))]
+    ]
+    assert ev.score_driving(scripted, actors)['collision_samples'] > 0  # the open loop's ego
+    proc = _evaluate(
+        '--closed-loop', '--scenario', 'stopped_car', '--seed', '3', '--seconds', '8',
+        '--out', str(tmp_path),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    run = tmp_path / 'stopped_car-s3-8s-closed' / 'fused'
+    metrics = json.loads((run / 'metrics.json').read_text())
+    driving = metrics['driving']
+    assert driving['plan_timeouts'] == 0 and metrics['ack_timeouts'] == 0
+    assert driving['plans_applied'] >= 200  # a plan per fused frame drove the ego
+    assert driving['collision_samples'] == 0, driving
+    assert driving['stopped'], driving
+    truth = json.loads((run / 'scenario' / 'ground_truth.json').read_text())
+    assert truth['frames'][-1]['ego']['s'] < 90.0 - 4.5  # behind the stopped car (s = 90 m)
+    result = proc.stdout.strip().splitlines()[-1]
+    assert ' ego_collisions=0 ' in result and ' ego_min_gap_m=' in result
 
 
 def test_a_regression_names_every_metric_that_got_worse() -> None:

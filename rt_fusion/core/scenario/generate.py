@@ -364,21 +364,13 @@ def generate(
     """Writes ``out/bag`` (rosbag2, ``storage`` mcap or sqlite3), ``out/ground_truth.json`` and
     ``out/camera_info.yaml``; returns a summary. ``clips_dir`` holds the WAV files that ``clip``
     audio events name; ``progress`` gets the simulated time written so far."""
-    import yaml  # noqa: PLC0415
 
     world = build_world(scenario, seconds)
     ts = typestore()
     cam = sm.CameraModel()
     out.mkdir(parents=True, exist_ok=True)
     writer = BagWriter(out / 'bag', ts, storage)
-    streams = [
-        _camera(ts, world, seed, raw_images, cam),
-        _radar(ts, world, seed, sm.RadarModel()),
-        _imu(ts, world, seed, sm.ImuModel()),
-        _audio(ts, world, seed, sm.AudioModel(), clips_dir),
-        _speed(ts, world, seed),
-        _truth(ts, world),
-    ]
+    streams = [*sensor_streams(ts, world, seed, cam, raw_images, clips_dir), _truth(ts, world)]
     try:
         for log_ns, _tie, topic, typename, msg in heapq.merge(*streams, key=lambda i: i[:2]):
             writer.write(topic, typename, log_ns, msg)
@@ -386,15 +378,47 @@ def generate(
                 progress((log_ns - T0_NS) / 1e9)
     finally:
         writer.close()
+    write_truth(world, seed, cam, out)
+    return {'world': world, 'counts': dict(writer.counts), 'camera': cam}
+
+
+def sensor_streams(
+    ts: Any,
+    world: World,
+    seed: int,
+    cam: sm.CameraModel,
+    raw_images: bool,
+    clips_dir: Path | None,
+    audio: bool = True,
+) -> list[Iterator[Item]]:
+    """The sensors' messages, each stream in time order (merge them by ``item[:2]``): camera
+    (with camera_info), radar, IMU (with its device clock), microphone, vehicle speed. A sample
+    is rendered when its stream is advanced to it (a closed-loop ego is integrated up to it)."""
+    streams = [
+        _camera(ts, world, seed, raw_images, cam),
+        _radar(ts, world, seed, sm.RadarModel()),
+        _imu(ts, world, seed, sm.ImuModel()),
+        _speed(ts, world, seed),
+    ]
+    if audio:
+        streams.insert(3, _audio(ts, world, seed, sm.AudioModel(), clips_dir))
+    return streams
+
+
+def write_truth(world: World, seed: int, cam: sm.CameraModel, out: Path) -> None:
+    """``out/ground_truth.json`` (a frame per camera frame) and ``out/camera_info.yaml``."""
+    import yaml  # noqa: PLC0415
+
+    frames = int(world.seconds * CAMERA_HZ)
     truth = {
         'scenario': world.name,
         'seed': seed,
-        'seconds': seconds,
+        'seconds': world.seconds,
         't0_ns': T0_NS,
         'camera_hz': CAMERA_HZ,
         'audio_events': world.audio_events,
-        'frames': [truth_at(world, k / CAMERA_HZ, cam) for k in range(int(seconds * CAMERA_HZ))],
+        'frames': [truth_at(world, k / CAMERA_HZ, cam) for k in range(frames)],
     }
+    out.mkdir(parents=True, exist_ok=True)
     (out / 'ground_truth.json').write_text(json.dumps(_round(truth), sort_keys=True) + '\n')
     (out / 'camera_info.yaml').write_text(yaml.safe_dump(cam.camera_info(), sort_keys=True))
-    return {'world': world, 'counts': dict(writer.counts), 'camera': cam}

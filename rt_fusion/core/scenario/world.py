@@ -64,6 +64,20 @@ class Road:
         d = np.asarray(d, dtype=np.float64)
         return x - d * np.sin(yaw), y + d * np.cos(yaw), yaw
 
+    def to_frenet(self, x: npt.ArrayLike, y: npt.ArrayLike) -> tuple[Any, Any]:
+        """Frenet (s, d) of world points (the inverse of :meth:`to_world`)."""
+        x = np.asarray(x, dtype=np.float64)
+        y = np.asarray(y, dtype=np.float64)
+        k = self.curvature
+        if abs(k) < 1e-9:
+            return x, y
+        # The centre line is a circle about (0, 1/k): a point at offset d lies at distance
+        # |1/k - d| from it, at the angle k s.
+        cx, cy = x, y - 1.0 / k
+        d = 1.0 / k - np.sign(k) * np.hypot(cx, cy)
+        r = 1.0 / k - d
+        return np.arctan2(cx / r, -cy / r) / k, d
+
     def lane_d(self, lane: float) -> float:
         """Lateral offset of a lane's centre."""
         return float(lane) * self.lane_width

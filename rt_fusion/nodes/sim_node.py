@@ -1,0 +1,308 @@
+"""sim_node: a scenario simulated in closed loop with the graph: the planner drives the ego.
+
+The scenario's sensors (:mod:`rt_fusion.core.scenario`: camera frames into a shared-memory ring
+as camera_node does, radar objects, IMU, microphone, vehicle speed) are rendered and published
+in time order, **lock-step** like ``replay_node mode:=lockstep``: each message waits for the
+fusion node's acknowledgement on ``ack_topic``. The trajectories on ``~/in/trajectory`` drive the
+ego (:mod:`rt_fusion.core.scenario.closed_loop`): the plan answering the frame at t takes effect
+at t + ``actuation_delay_s``, and before the ego is moved past that time the simulator waits for
+it (``plan_timeout_s``). Every message is therefore rendered from the same ego motion on any
+machine: a run is deterministic while no acknowledgement or plan times out.
+
+At the end it writes ``out/ground_truth.json`` (the generator's format, with the ego as it was
+driven) and prints ``SIMULATED <messages> ack_timeouts=… plan_timeouts=… plans=… frames=…``.
+
+    ros2 launch rt_fusion sim.launch.py scenario:=stopped_car seconds:=8 out:=/tmp/sim
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import heapq
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rt_fusion_msgs.msg import Trajectory
+from std_msgs.msg import UInt64
+
+from rt_fusion.core.errors import ParameterError
+from rt_fusion.core.params import param
+from rt_fusion.core.scenario import library
+from rt_fusion.core.scenario import sensors as sm
+from rt_fusion.core.scenario.bagout import typestore
+from rt_fusion.core.scenario.closed_loop import DriveParams, Plan, drive
+from rt_fusion.core.scenario.generate import CAMERA_HZ, T0_NS, sensor_streams, write_truth
+from rt_fusion.core.scenario.world import ScenarioError, build_world
+from rt_fusion.ros import graph, node_utils
+from rt_fusion.ros.conversions import message_class, time_to_ns
+from rt_fusion.ros.shm_transport import ShmPublisher, segment_name
+
+CAMERA = '/camera/out/image'
+# What the fusion node takes in (and acknowledges); camera_info goes out unacknowledged.
+TOPICS = {
+    '/radar/out/objects': graph.RADAR_TOPIC,
+    '/imu/out/imu': graph.IMU_TOPIC,
+    '/vehicle/speed': graph.SPEED_TOPIC,
+    '/microphone/out/audio': graph.AUDIO_TOPIC,
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class SimParams:
+    """Parameters of sim_node."""
+
+    scenario: str = param('built-in scenario name (config/scenarios) or a scenario YAML path')
+    seed: int = param('seed of the sensor noise', default=1, low=0)
+    seconds: float = param('length of the run', unit='s', default=8.0, low=0.5, high=600.0)
+    out: str = param('folder for ground_truth.json and camera_info.yaml', default='')
+    audio: bool = param('render and publish the microphone', default=True)
+    clips: str = param("folder of the WAV files the scenario's clip events name", default='')
+    ack_topic: str = param('std_msgs/UInt64 acknowledgements of the fusion node', default='~/ack')
+    ack_timeout_s: float = param(
+        'go on without an acknowledgement after this long', unit='s', default=10.0, low=0.01
+    )
+    actuation_delay_s: float = param(
+        'a plan takes effect this long after the frame it answers (planning and actuation; it '
+        "must exceed the sensors' look-ahead, ~0.1 s, or the run waits for plans it cannot get)",
+        unit='s',
+        default=0.2,
+        low=0.12,
+        high=2.0,
+    )
+    plan_timeout_s: float = param(
+        'go on with the previous plan when the one due has not come after this long',
+        unit='s',
+        default=10.0,
+        low=0.01,
+    )
+    max_accel: float = param("the ego's acceleration limit", unit='m/s²', default=4.0, low=0.1)
+    max_decel: float = param("the ego's braking limit", unit='m/s²', default=9.0, low=0.1)
+    max_yaw_rate: float = param(
+        "the ego's heading rate limit relative to the lane", unit='rad/s', default=0.5, low=0.01
+    )
+    wait_subscribers_s: float = param(
+        'wait up to this long until every topic has a subscriber', unit='s', default=30.0, low=0.0
+    )
+    start_topic: str = param(
+        'wait for a std_msgs/UInt64 here (reliable, transient local) before the first message '
+        "('': do not wait)",
+        default='',
+    )
+    start_timeout_s: float = param(
+        'start anyway after this long without a start signal', unit='s', default=120.0, low=0.0
+    )
+    shm_slots: int = param('slots of the camera ring', default=16, low=2, high=256)
+
+
+class SimNode(node_utils.DeviceNode):
+    """A closed-loop scenario; see the module docstring."""
+
+    PARAM_GROUPS: ClassVar[node_utils.ParamGroups] = ((SimParams, ''),)
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__('sim', **kwargs)
+        self.finished: Any = None
+        self._stop = threading.Event()
+        self._acked = threading.Event()
+        self._start = threading.Event()
+        self._plans = threading.Condition()
+        self._received: dict[int, Plan] = {}  # objects stamp [ns] -> plan
+        self._thread: threading.Thread | None = None
+        self.shm: ShmPublisher | None = None
+        self.sent = self.ack_timeouts = self.plan_timeouts = self.frames = 0
+        self._skipped = 0  # frames with no plan of their own (not fused, or timed out)
+        self.applied: list[int] = []  # frames whose plan drives the ego
+
+    def configure(self) -> None:
+        """Builds the world and the publishers."""
+        from rclpy.task import Future  # noqa: PLC0415
+
+        p = self.params = node_utils.declare_params(self, SimParams)
+        try:
+            scenario = library.load(p.scenario, node_utils.resolve_share('config/scenarios'))
+            self.world = build_world(scenario, p.seconds)
+        except ScenarioError as err:
+            raise ParameterError('scenario', p.scenario, str(err)) from err
+        drive_params = DriveParams(p.actuation_delay_s, p.max_accel, p.max_decel, p.max_yaw_rate)
+        self.ego = drive(self.world, drive_params, self._need_plans)
+        self.ts = typestore()
+        self.cam = sm.CameraModel()
+        self.finished = Future()
+        reliable = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
+        self.pubs: dict[str, Any] = {}
+        for name, live in TOPICS.items():
+            if name == '/microphone/out/audio' and not p.audio:
+                continue
+            typename = {
+                '/radar/out/objects': 'rt_fusion_msgs/msg/RadarObjects',
+                '/imu/out/imu': 'sensor_msgs/msg/Imu',
+                '/vehicle/speed': 'std_msgs/msg/Float64',
+                '/microphone/out/audio': 'rt_fusion_msgs/msg/AudioChunk',
+            }[name]
+            self.pubs[name] = self.create_publisher(message_class(typename), live, reliable)
+        self.shm = ShmPublisher(
+            self,
+            CAMERA,
+            segment_name(self, CAMERA),
+            self.cam.width * self.cam.height * 3,
+            p.shm_slots,
+            frame_id='camera',
+        )
+        self.create_subscription(UInt64, p.ack_topic, lambda _m: self._acked.set(), reliable)
+        self.create_subscription(Trajectory, '~/in/trajectory', self._on_plan, reliable)
+        if p.start_topic:
+            latched = QoSProfile(
+                depth=1,
+                reliability=ReliabilityPolicy.RELIABLE,
+                durability=DurabilityPolicy.TRANSIENT_LOCAL,
+            )
+            self.create_subscription(UInt64, p.start_topic, lambda _m: self._start.set(), latched)
+
+    def activate(self) -> None:
+        """Starts the simulation thread."""
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name='sim', daemon=True)
+        self._thread.start()
+
+    def deactivate(self) -> None:
+        """Stops the simulation thread."""
+        self._stop.set()
+        self._acked.set()
+        with self._plans:
+            self._plans.notify_all()
+        if self._thread is not None:
+            self._thread.join(5.0)
+            self._thread = None
+
+    def cleanup(self) -> None:
+        """Removes the camera ring."""
+        if self.shm is not None:
+            self.shm.close()
+            self.shm = None
+
+    # -- plans ---------------------------------------------------------------------------------
+
+    def _on_plan(self, msg: Trajectory) -> None:
+        if len(msg.points) < 2:
+            return  # no input yet (STATUS_NO_INPUT): nothing to drive with
+        stamp_s = (time_to_ns(msg.header.stamp) - T0_NS) / 1e9
+        with self._plans:
+            self._received[time_to_ns(msg.objects_stamp)] = Plan.from_points(stamp_s, msg.points)
+            self._plans.notify_all()
+
+    def _need_plans(self, t: float) -> None:
+        """Before the ego moves past t: the plans of the frames due by then, in frame order."""
+        p = self.params
+        assert p is not None
+        while True:
+            k = len(self.applied) + self._skipped
+            if k >= self.frames or k / CAMERA_HZ + p.actuation_delay_s > t:
+                return  # not published yet, or not due yet
+            stamp = T0_NS + round(k / CAMERA_HZ * 1e9)
+            end = time.monotonic() + p.plan_timeout_s
+            with self._plans:
+                # The plan answering frame k, or a later one (frame k was not fused).
+                while not any(s >= stamp for s in self._received) and not self._stop.is_set():
+                    if not self._plans.wait(max(0.0, end - time.monotonic())):
+                        break
+                plan = self._received.get(stamp)
+                later = any(s > stamp for s in self._received)
+            if plan is not None:
+                self.ego.add_plan(plan)
+                self.applied.append(k)
+            else:
+                self._skipped += 1
+                if not later and not self._stop.is_set():
+                    self.plan_timeouts += 1
+                    self.get_logger().warning(
+                        f'no plan for frame {k} within {p.plan_timeout_s} s: the previous one '
+                        'goes on',
+                        throttle_duration_sec=5.0,
+                    )
+
+    # -- the loop ------------------------------------------------------------------------------
+
+    def _wait_start(self) -> bool:
+        p = self.params
+        assert p is not None
+        assert self.shm is not None
+        end = time.monotonic() + p.wait_subscribers_s
+        counts = [pub.get_subscription_count for pub in self.pubs.values()]
+        counts.append(self.shm.subscriber_count)
+        while any(count() == 0 for count in counts) and time.monotonic() < end:
+            if self._stop.wait(0.05):  # paced: discovery
+                return False
+        if p.start_topic:
+            end = time.monotonic() + p.start_timeout_s
+            while not self._start.is_set() and time.monotonic() < end:
+                if self._stop.wait(0.05):  # paced: the consumer's start signal
+                    return False
+        self.shm.wait_ready(max(p.wait_subscribers_s, 10.0), self._stop)
+        return not self._stop.is_set()
+
+    def _run(self) -> None:
+        p = self.params
+        assert p is not None
+        assert self.shm is not None
+        if not self._wait_start():
+            return
+        started = time.monotonic()
+        streams = sensor_streams(
+            self.ts,
+            self.world,
+            p.seed,
+            self.cam,
+            True,
+            Path(p.clips) if p.clips else None,
+            p.audio,
+        )
+        for _log, _tie, topic, typename, msg in heapq.merge(*streams, key=lambda i: i[:2]):
+            if self._stop.is_set():
+                return
+            if topic == CAMERA:
+                ws = self.shm.acquire((self.cam.height, self.cam.width, 3), np.uint8, 'bgr8')
+                np.copyto(ws.array, np.asarray(msg.data).reshape(ws.array.shape))
+                self._acked.clear()
+                self.shm.commit(ws, msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec)
+                self.frames += 1
+            elif topic in self.pubs:
+                self._acked.clear()
+                self.pubs[topic].publish(bytes(self.ts.serialize_cdr(msg, typename)))
+            else:
+                continue  # camera_info, the IMU's device clock: the fusion takes neither
+            self.sent += 1
+            if not self._acked.wait(p.ack_timeout_s):
+                self.ack_timeouts += 1
+                self.get_logger().warning(
+                    f'no acknowledgement on {p.ack_topic} within {p.ack_timeout_s} s',
+                    throttle_duration_sec=5.0,
+                )
+        # The rest of the run's ego motion (the last plans), then the truth it makes.
+        self.ego.ensure(len(self.ego.t) - 1)
+        if p.out:
+            write_truth(self.world, p.seed, self.cam, Path(p.out))
+        self.get_logger().info(
+            f'simulated {p.seconds:g} s in {time.monotonic() - started:.1f} s: {self.sent} '
+            f'messages, {len(self.applied)} plans applied, {self.plan_timeouts} plan timeouts'
+        )
+        print(
+            f'SIMULATED {self.sent} ack_timeouts={self.ack_timeouts} '
+            f'plan_timeouts={self.plan_timeouts} plans={len(self.applied)} frames={self.frames}',
+            flush=True,
+        )
+        if not self.finished.done():
+            self.finished.set_result(self.sent)
+
+
+def main(args: list[str] | None = None) -> int:
+    """Entry point of ``sim_node``."""
+    return node_utils.run(SimNode, args)
+
+
+if __name__ == '__main__':
+    sys.exit(main())
