@@ -30,7 +30,16 @@ ACK = '/fusion/ack'
 def generate_launch_description() -> LaunchDescription:
     """``ros2 launch`` entry point."""
     share = Path(get_package_share_directory(graph.PACKAGE))
-    names = ('scenario', 'seed', 'seconds', 'out', 'start_topic', 'actuation_delay_s', 'audio')
+    names = (
+        'scenario',
+        'seed',
+        'seconds',
+        'out',
+        'start_topic',
+        'actuation_delay_s',
+        'audio',
+        'drive',
+    )
     actions: list[object] = [
         DeclareLaunchArgument('scenario', description='built-in scenario name or a YAML path'),
         DeclareLaunchArgument('seed', default_value='1', description='sensor noise seed'),
@@ -50,6 +59,11 @@ def generate_launch_description() -> LaunchDescription:
         ),
         DeclareLaunchArgument(
             'audio', default_value='true', description='render the microphone for the hearing'
+        ),
+        DeclareLaunchArgument(
+            'drive',
+            default_value='true',
+            description='the plans drive the ego (false: its script, a check against the replay)',
         ),
         DeclareLaunchArgument(
             'config',

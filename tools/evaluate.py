@@ -499,6 +499,7 @@ def run_closed_loop(
     collector: Collector,
     config: Path,
     deadline_s: float,
+    drive: bool = True,
 ) -> dict[str, Any]:
     """The scenario simulated by sim.launch.py, the planner driving the ego; its truth (the
     ego as driven) goes to ``out/scenario``. Returns what was recorded."""
@@ -512,6 +513,7 @@ def run_closed_loop(
             'seconds': f'{float(seconds)!r}',
             'out': str(out / 'scenario'),
             'start_topic': START_TOPIC,
+            'drive': str(drive).lower(),
             'config': str(params),
         },
         'SIMULATED ',
@@ -815,6 +817,12 @@ def main(argv: list[str] | None = None) -> int:
         help="the planner drives the ego (sim.launch.py) instead of the scenario's script: "
         'planning is scored by what the ego did (ego_collisions, ego_min_gap_m)',
     )
+    parser.add_argument(
+        '--sim-script',
+        action='store_true',
+        help='with --closed-loop: the script drives the ego, not the plans (the simulator '
+        'checked against the replay of the same scenario)',
+    )
     args = parser.parse_args(argv)
     if args.closed_loop and args.bag is not None:
         parser.error('--closed-loop simulates a scenario: give --scenario or --scenario-file')
@@ -830,7 +838,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault('AMENT_PREFIX_PATH', sys.prefix)
     # What to run: (run name, bag folder or None, scenario YAML, seed).
     jobs: list[tuple[str, Path | None, Path | None, int]] = []
-    suffix = '-closed' if args.closed_loop else ''
+    suffix = ('-sim' if args.sim_script else '-closed') if args.closed_loop else ''
 
     def add(name: str, path: Path, seed: int) -> None:
         job = run_name(name, seed, args.seconds) + suffix
@@ -886,6 +894,7 @@ def main(argv: list[str] | None = None) -> int:
                         collector,
                         args.config,
                         args.deadline,
+                        drive=not args.sim_script,
                     )
                     truth = load_truth(out / 'scenario')  # the ego as this run drove it
                     counts = {'/camera/out/image': rec['frames']}

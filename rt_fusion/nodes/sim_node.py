@@ -26,6 +26,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
+from geometry_msgs.msg import PoseStamped
+from nav_msgs.msg import Path as PathMsg
+from rclpy.duration import Duration
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rt_fusion_msgs.msg import Trajectory
 from std_msgs.msg import UInt64
@@ -39,7 +42,7 @@ from rt_fusion.core.scenario.closed_loop import DriveParams, Plan, drive
 from rt_fusion.core.scenario.generate import CAMERA_HZ, T0_NS, sensor_streams, write_truth
 from rt_fusion.core.scenario.world import ScenarioError, build_world
 from rt_fusion.ros import graph, node_utils
-from rt_fusion.ros.conversions import message_class, time_to_ns
+from rt_fusion.ros.conversions import message_class, ns_to_time, time_to_ns
 from rt_fusion.ros.shm_transport import ShmPublisher, segment_name
 
 CAMERA = '/camera/out/image'
@@ -61,6 +64,11 @@ class SimParams:
     seconds: float = param('length of the run', unit='s', default=8.0, low=0.5, high=600.0)
     out: str = param('folder for ground_truth.json and camera_info.yaml', default='')
     audio: bool = param('render and publish the microphone', default=True)
+    drive: bool = param(
+        "the plans drive the ego (false: the scenario's script does, as in its bag: a check "
+        'of the simulator against the replay)',
+        default=True,
+    )
     clips: str = param("folder of the WAV files the scenario's clip events name", default='')
     ack_topic: str = param('std_msgs/UInt64 acknowledgements of the fusion node', default='~/ack')
     ack_timeout_s: float = param(
@@ -97,6 +105,11 @@ class SimParams:
         'start anyway after this long without a start signal', unit='s', default=120.0, low=0.0
     )
     shm_slots: int = param('slots of the camera ring', default=16, low=2, high=256)
+    route: bool = param(
+        "publish the ego's lane as the planner's route on ~/out/route (nav_msgs/Path, odom "
+        'frame: the fusion starts its odom frame where the ego starts) before the first message',
+        default=True,
+    )
 
 
 class SimNode(node_utils.DeviceNode):
@@ -129,7 +142,10 @@ class SimNode(node_utils.DeviceNode):
         except ScenarioError as err:
             raise ParameterError('scenario', p.scenario, str(err)) from err
         drive_params = DriveParams(p.actuation_delay_s, p.max_accel, p.max_decel, p.max_yaw_rate)
+        self.script = self.world.ego
         self.ego = drive(self.world, drive_params, self._need_plans)
+        if not p.drive:
+            self.world.ego = self.script  # plans are received and counted, not applied
         self.ts = typestore()
         self.cam = sm.CameraModel()
         self.finished = Future()
@@ -154,6 +170,7 @@ class SimNode(node_utils.DeviceNode):
             frame_id='camera',
         )
         self.create_subscription(UInt64, p.ack_topic, lambda _m: self._acked.set(), reliable)
+        self.route_pub = self.create_publisher(PathMsg, '~/out/route', reliable)
         self.create_subscription(Trajectory, '~/in/trajectory', self._on_plan, reliable)
         if p.start_topic:
             latched = QoSProfile(
@@ -213,7 +230,8 @@ class SimNode(node_utils.DeviceNode):
                 plan = self._received.get(stamp)
                 later = any(s > stamp for s in self._received)
             if plan is not None:
-                self.ego.add_plan(plan)
+                if p.drive:
+                    self.ego.add_plan(plan)
                 self.applied.append(k)
             else:
                 self._skipped += 1
@@ -242,8 +260,33 @@ class SimNode(node_utils.DeviceNode):
             while not self._start.is_set() and time.monotonic() < end:
                 if self._stop.wait(0.05):  # paced: the consumer's start signal
                     return False
+        if p.route:
+            end = time.monotonic() + p.wait_subscribers_s
+            while self.route_pub.get_subscription_count() == 0 and time.monotonic() < end:
+                if self._stop.wait(0.05):  # paced: discovery
+                    return False
+            self.route_pub.publish(self._route())
+            self.route_pub.wait_for_all_acked(Duration(seconds=10))
         self.shm.wait_ready(max(p.wait_subscribers_s, 10.0), self._stop)
         return not self._stop.is_set()
+
+    def _route(self) -> PathMsg:
+        """The ego's starting lane along the road, every 2 m, from 20 m behind its start to
+        300 m beyond where its script ends."""
+        script = self.script
+        s = np.arange(float(script.s[0]) - 20.0, float(script.s.max()) + 300.0, 2.0)
+        x, y, yaw = self.world.road.to_world(s, np.full_like(s, float(script.d[0])))
+        msg = PathMsg()
+        msg.header.frame_id = 'odom'
+        msg.header.stamp = ns_to_time(T0_NS)
+        for xi, yi, heading in zip(x, y, yaw, strict=True):
+            pose = PoseStamped()
+            pose.header = msg.header
+            pose.pose.position.x, pose.pose.position.y = float(xi), float(yi)
+            pose.pose.orientation.z = float(np.sin(heading / 2))
+            pose.pose.orientation.w = float(np.cos(heading / 2))
+            msg.poses.append(pose)
+        return msg
 
     def _run(self) -> None:
         p = self.params
@@ -283,7 +326,8 @@ class SimNode(node_utils.DeviceNode):
                     throttle_duration_sec=5.0,
                 )
         # The rest of the run's ego motion (the last plans), then the truth it makes.
-        self.ego.ensure(len(self.ego.t) - 1)
+        if p.drive:
+            self.ego.ensure(len(self.ego.t) - 1)
         if p.out:
             write_truth(self.world, p.seed, self.cam, Path(p.out))
         self.get_logger().info(

@@ -47,10 +47,17 @@ FUSION = GraphNode(
         ('~/in/audio', AUDIO_TOPIC),
     ),
 )
+# The route to follow (nav_msgs/Path in the odom frame), from a route planner or a map; the
+# closed-loop simulator publishes the scenario's lane.
+ROUTE_TOPIC = '/route/path'
 PLANNER = GraphNode(
     'planner',
     'trajectory_node',
-    (('~/in/objects', OBJECTS_TOPIC), ('~/in/odometry', ODOMETRY_TOPIC)),
+    (
+        ('~/in/objects', OBJECTS_TOPIC),
+        ('~/in/odometry', ODOMETRY_TOPIC),
+        ('~/in/path', ROUTE_TOPIC),
+    ),
 )
 SENSORS = (
     GraphNode('camera', 'camera_node', sensor=True),
@@ -60,7 +67,11 @@ SENSORS = (
 )
 REPLAY = GraphNode('replay', 'replay_node')
 # The closed-loop simulator: a scenario's sensors, its ego driven by the planner's trajectories.
-SIM = GraphNode('sim', 'sim_node', (('~/in/trajectory', '/planner/out/trajectory'),))
+SIM = GraphNode(
+    'sim',
+    'sim_node',
+    (('~/in/trajectory', '/planner/out/trajectory'), ('~/out/route', ROUTE_TOPIC)),
+)
 
 VEHICLE = (*SENSORS, FUSION, PLANNER)
 REPLAYED = (REPLAY, FUSION, PLANNER)

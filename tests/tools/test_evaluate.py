@@ -122,15 +122,15 @@ def test_closed_loop_the_planner_stops_the_ego_behind_the_stopped_car(tmp_path: 
     ]
     assert ev.score_driving(scripted, actors)['collision_samples'] > 0  # the open loop's ego
     proc = _evaluate(
-        '--closed-loop', '--scenario', 'stopped_car', '--seed', '3', '--seconds', '8',
+        '--closed-loop', '--scenario', 'stopped_car', '--seed', '3', '--seconds', '14',
         '--out', str(tmp_path),
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    run = tmp_path / 'stopped_car-s3-8s-closed' / 'fused'
+    run = tmp_path / 'stopped_car-s3-14s-closed' / 'fused'
     metrics = json.loads((run / 'metrics.json').read_text())
     driving = metrics['driving']
     assert driving['plan_timeouts'] == 0 and metrics['ack_timeouts'] == 0
-    assert driving['plans_applied'] >= 200  # a plan per fused frame drove the ego
+    assert driving['plans_applied'] >= 400  # a plan per fused frame drove the ego
     assert driving['collision_samples'] == 0, driving
     assert driving['stopped'], driving
     truth = json.loads((run / 'scenario' / 'ground_truth.json').read_text())
