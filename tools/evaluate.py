@@ -584,10 +584,14 @@ def score(
                 f['ego']['y'],
                 f['ego']['yaw'],
                 math.hypot(f['ego']['vx'], f['ego']['vy']),
+                f['ego']['d'],
+                # A siren from 60 m behind to 10 m ahead: when a driver makes way.
+                any(o['siren'] and -60.0 <= o['ego_x'] <= 10.0 for o in f['objects']),
             )
             for f in truth['frames']
         ]
         metrics['driving'] = ev.score_driving(ego, actor_tracks(truth))
+        metrics['driving']['yield'] = ev.score_yield(ego)
         metrics['driving']['plan_timeouts'] = rec['plan_timeouts']
         metrics['driving']['plans_applied'] = rec['plans_applied']
     return _round(metrics), timing, frames

@@ -464,6 +464,26 @@ class EgoSample:
     y: float
     yaw: float
     speed: float
+    d: float = 0.0  # offset from the lane's centre [m], positive left
+    emergency_near: bool = False  # an emergency vehicle within reach (see score_yield)
+
+
+def score_yield(ego: Sequence[EgoSample]) -> dict[str, Any]:
+    """The ego's response while an emergency vehicle was near (``emergency_near``): how long,
+    its mean and lowest speed and its mean offset from the lane's centre (negative: keeping
+    right), against the same before it came near."""
+    near = [e for e in ego if e.emergency_near]
+    if not near:
+        return {'samples': 0}
+    before = [e for e in ego if e.t < near[0].t]
+    return {
+        'samples': len(near),
+        'from_s': near[0].t,
+        'mean_speed_mps': float(np.mean([e.speed for e in near])),
+        'min_speed_mps': float(min(e.speed for e in near)),
+        'mean_offset_m': float(np.mean([e.d for e in near])),
+        'speed_before_mps': float(np.mean([e.speed for e in before])) if before else math.nan,
+    }
 
 
 def score_driving(

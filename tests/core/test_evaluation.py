@@ -23,6 +23,7 @@ from rt_fusion.core.evaluation import (
     score_driving,
     score_perception,
     score_planning,
+    score_yield,
 )
 
 CAR = 1
@@ -302,3 +303,16 @@ def test_driving_gap_collisions_and_stop_of_the_driven_ego() -> None:
     # Overlapping while the front is between 26 and 34 m: 2.6 s to 3.4 s, 81 samples.
     assert m['collision_samples'] == 81
     assert not m['stopped'] and m['max_decel_mps2'] == pytest.approx(0.0, abs=1e-9)
+
+
+def test_yield_is_the_egos_speed_and_offset_while_a_siren_is_near() -> None:
+    ego = [
+        EgoSample(t / 10, t, 0.0, 0.0, 10.0 if t < 20 else 6.0, 0.0 if t < 20 else -0.8, t >= 20)
+        for t in range(40)
+    ]
+    y = score_yield(ego)
+    assert y['samples'] == 20 and y['from_s'] == 2.0
+    assert y['mean_speed_mps'] == 6.0 and y['min_speed_mps'] == 6.0
+    assert y['mean_offset_m'] == pytest.approx(-0.8)
+    assert y['speed_before_mps'] == 10.0
+    assert score_yield(ego[:20]) == {'samples': 0}
