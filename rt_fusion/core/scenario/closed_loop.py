@@ -10,8 +10,9 @@ How a plan drives the ego (simplifications a real vehicle's controllers do not s
 
 - a plan made from the frame at ``stamp`` takes effect at ``stamp + actuation_delay_s`` (the
   planner's and the actuators' delay) and replaces the previous one there;
-- longitudinal: the ego's speed follows the plan's speed profile, limited to ``max_accel`` /
-  ``max_decel``;
+- longitudinal: the ego's speed follows the plan's speed profile (its acceleration plus a
+  proportional correction of the speed error), the acceleration limited to ``max_accel`` /
+  ``max_decel`` and changing at most ``max_jerk`` (actuators are not instantaneous);
 - lateral: the plan's path is anchored where the ego truly was at the plan's stamp (its first
   point there, its first heading along the ego's true heading: the fusion's ``odom`` estimate
   does not move the world); the ego steers its heading relative to the lane towards the path's
@@ -70,6 +71,8 @@ class DriveParams:
     actuation_delay_s: float = 0.2
     max_accel: float = 4.0  # [m/s²]
     max_decel: float = 9.0  # [m/s²]
+    max_jerk: float = 20.0  # [m/s³] how fast the powertrain and brakes change the acceleration
+    speed_time_constant_s: float = 0.3  # the speed controller's: accel = error / this
     max_yaw_rate: float = 0.5  # [rad/s] of the heading relative to the lane
     lookahead_s: float = 1.0  # the steering aims at the plan's offset this far ahead
 
@@ -110,6 +113,7 @@ class DrivenEgo(Track):
         self._effective: list[float] = []  # when each plan takes effect, ascending
         self.speed = np.zeros(n)
         self.psi = np.zeros(n)  # heading relative to the lane [rad]
+        self.accel = np.zeros(n)  # [m/s²]
         self.s[0], self.d[0] = script.s[0], script.d[0]
         self.speed[0] = math.hypot(script.vx[0], script.vy[0])
         self.filled = 0  # samples 0..filled are integrated
@@ -132,17 +136,27 @@ class DrivenEgo(Track):
         self.plans.append((plan, np.asarray(d, np.float64)))
         self._effective.append(at)
 
-    def command(self, t: float) -> tuple[float, float]:
-        """(speed at t, offset d ``lookahead_s`` later) the newest plan in effect at t asks for;
-        the script's before the first."""
+    def command(self, t: float) -> tuple[float, float, float]:
+        """(speed and its rate at t, offset d ``lookahead_s`` later) that the newest plan in
+        effect at t asks for; the script's before the first."""
         k = bisect.bisect_right(self._effective, t + 1e-12) - 1
-        ahead = t + self.params.lookahead_s
+        ahead, h = t + self.params.lookahead_s, 0.05
         if k < 0:
-            st = self.script.at(t)
-            return math.hypot(st['vx'], st['vy']), self.script.at(ahead)['d']
+
+            def speed(at: float) -> float:
+                st = self.script.at(at)
+                return math.hypot(st['vx'], st['vy'])
+
+            rate = (speed(t + h) - speed(max(t - h, 0.0))) / (t + h - max(t - h, 0.0))
+            return speed(t), rate, self.script.at(ahead)['d']
         plan, d = self.plans[k]
-        v = float(np.interp(t - plan.stamp_s, plan.t, plan.v))
-        return v, float(np.interp(ahead - plan.stamp_s, plan.t, d))
+        tau = t - plan.stamp_s
+        v = np.interp([tau - h, tau, tau + h], plan.t, plan.v)
+        return (
+            float(v[1]),
+            float(v[2] - v[0]) / (2 * h),
+            float(np.interp(ahead - plan.stamp_s, plan.t, d)),
+        )
 
     def ensure(self, index: int) -> None:
         """Integrates the samples up to ``index`` (included)."""
@@ -155,15 +169,22 @@ class DrivenEgo(Track):
             t_prev = float(self.t[i - 1])
             if self.need_plans is not None:
                 self.need_plans(t_prev)
-            v_cmd, d_aim = self.command(t_prev)
-            v0, psi0 = self.speed[i - 1], self.psi[i - 1]
-            v = min(max(v_cmd, v0 - p.max_decel * DT), v0 + p.max_accel * DT)
+            v_cmd, a_cmd, d_aim = self.command(t_prev)
+            v0, psi0, a0 = self.speed[i - 1], self.psi[i - 1], self.accel[i - 1]
+            # The plan's acceleration, and a correction of the speed error.
+            want_a = a_cmd + (v_cmd - v0) / p.speed_time_constant_s
+            want_a = min(max(want_a, -p.max_decel), p.max_accel)
+            a = min(max(want_a, a0 - p.max_jerk * DT), a0 + p.max_jerk * DT)
+            v = v0 + a * DT
+            if v <= 0.0:
+                v, a = 0.0, max(a, 0.0)  # stopped: the brakes hold it
             # Pure pursuit on the offset: aim at the plan's offset a look-ahead distance away.
             reach = max(v0 * p.lookahead_s, 2.0)
             want = math.atan2(d_aim - self.d[i - 1], reach)
             step = p.max_yaw_rate * DT
             psi = min(max(want, psi0 - step), psi0 + step)
-            self.speed[i] = max(0.0, v)
+            self.speed[i] = v
+            self.accel[i] = a
             self.psi[i] = psi
             self.s[i] = self.s[i - 1] + v0 * math.cos(psi0) * DT
             self.d[i] = self.d[i - 1] + v0 * math.sin(psi0) * DT

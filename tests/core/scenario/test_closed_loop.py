@@ -70,17 +70,19 @@ def test_a_braking_plan_stops_the_ego_after_the_actuation_delay_wherever_odom_is
         ego = drive(world, DriveParams(actuation_delay_s=0.2, max_decel=9.0), needed.append)
         before = ego.at(1.0)
         ego.add_plan(_plan(1.0, 14.0, 4.0, turn, origin))
-        runs.append([ego.at(t) for t in (1.19, 1.5, 3.0, 5.0, 7.9)])
+        runs.append([ego.at(t) for t in (1.19, 1.5, 2.0, 5.0, 7.9)])
         assert needed == sorted(needed)  # asked in time order, before each step
         assert needed[-1] >= 7.9 - 0.002
         assert math.hypot(before['vx'], before['vy']) == pytest.approx(14.0, 1e-3)
     for a, b in zip(*runs, strict=True):
         for key in ('s', 'd', 'vx', 'vy', 'yaw'):
             assert a[key] == pytest.approx(b[key], abs=1e-6)
-    at_delay, braking, _mid, stopped, end = runs[0]
+    at_delay, braking, caught_up, stopped, end = runs[0]
     assert math.hypot(at_delay['vx'], at_delay['vy']) == pytest.approx(14.0, 1e-3)  # not yet
-    # From 1.2 s at the plan's 14 - 4 tau (tau from the stamp: 12.8 m/s at 1.2 s, 12.0 at 1.5).
-    assert math.hypot(braking['vx'], braking['vy']) == pytest.approx(12.0, abs=0.05)
+    # From 1.2 s the plan asks 14 - 4 tau (tau from the stamp: 12.8 m/s at 1.2 s, 12.0 at 1.5,
+    # 10.0 at 2.0); the brakes build up at most max_jerk (20 m/s³), so the ego lags, then joins.
+    assert 12.0 < math.hypot(braking['vx'], braking['vy']) < 13.9
+    assert math.hypot(caught_up['vx'], caught_up['vy']) == pytest.approx(10.0, abs=0.3)
     assert math.hypot(stopped['vx'], stopped['vy']) < 0.01
     assert end['s'] == pytest.approx(stopped['s'], abs=1e-6)  # stays stopped
     # The plan's path is straight: on the curved road it leaves the lane's centre to the right.
