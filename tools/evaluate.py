@@ -6,6 +6,7 @@
     python tools/evaluate.py --bag PATH/TO/SCENARIO_OR_BAG          # a generated or recorded bag
     python tools/evaluate.py --suite --seeds 3 --ablate radar_only,camera_only
     python tools/evaluate.py --suite --baseline config/eval_baseline.yaml   # exit 1 on regression
+    python tools/evaluate.py --closed-loop --scenario stopped_car --seconds 12  # planner drives
 
 A built-in scenario (``config/scenarios/``) or a scenario YAML is generated first (seeded,
 deterministic). The bag is then replayed **lock-step** through ``launch/replay.launch.py`` with
@@ -29,6 +30,14 @@ Per run: ``OUT/<scenario>-s<seed>/<variant>/metrics.json``, ``timing.json``, ``r
 pos_err_m=… vel_err_mps=… id_switches=… fp_per_frame=… collisions=… min_gap_m=… frames=…
 frames_fused=…`` (the fused runs' aggregate). A bag without truth gets the consistency part
 (frames fused, acknowledgements, latency) and says so.
+
+``--closed-loop`` runs ``launch/sim.launch.py`` instead: ``sim_node`` renders the scenario's
+sensors as it goes, lock-step with the fusion node, and the planner's trajectories drive the ego
+(:mod:`rt_fusion.core.scenario.closed_loop`); the truth it writes (``OUT/…-closed/<variant>/
+scenario/ground_truth.json``) is the ego as it was driven, and the run is also scored by what the
+ego did (``driving``: collisions with the true actors, the smallest gap, final speed, yield to an
+emergency vehicle; ``ego_collisions=… ego_min_gap_m=… ego_final_speed_mps=…`` on the RESULT
+line). ``--sim-script`` lets the script drive instead: the simulator checked against the replay.
 """
 
 from __future__ import annotations

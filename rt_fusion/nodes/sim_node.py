@@ -90,6 +90,12 @@ class SimParams:
     )
     max_accel: float = param("the ego's acceleration limit", unit='m/s²', default=4.0, low=0.1)
     max_decel: float = param("the ego's braking limit", unit='m/s²', default=9.0, low=0.1)
+    max_jerk: float = param(
+        "how fast the ego's acceleration may change (powertrain, brakes)",
+        unit='m/s³',
+        default=20.0,
+        low=0.1,
+    )
     max_yaw_rate: float = param(
         "the ego's heading rate limit relative to the lane", unit='rad/s', default=0.5, low=0.01
     )
@@ -141,7 +147,13 @@ class SimNode(node_utils.DeviceNode):
             self.world = build_world(scenario, p.seconds)
         except ScenarioError as err:
             raise ParameterError('scenario', p.scenario, str(err)) from err
-        drive_params = DriveParams(p.actuation_delay_s, p.max_accel, p.max_decel, p.max_yaw_rate)
+        drive_params = DriveParams(
+            actuation_delay_s=p.actuation_delay_s,
+            max_accel=p.max_accel,
+            max_decel=p.max_decel,
+            max_jerk=p.max_jerk,
+            max_yaw_rate=p.max_yaw_rate,
+        )
         self.script = self.world.ego
         self.ego = drive(self.world, drive_params, self._need_plans)
         if not p.drive:

@@ -64,7 +64,7 @@ class Plan:
         )
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class DriveParams:
     """Limits of the simulated ego's response to a plan."""
 
