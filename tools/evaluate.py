@@ -660,6 +660,67 @@ def plot(frames: list[ev.Frame], metrics: dict[str, Any], title: str, path: Path
     plt.close(fig)
 
 
+def plot_drive(
+    truth: dict[str, Any], scenario: Path, metrics: dict[str, Any], title: str, path: Path
+) -> None:
+    """Closed loop: the ego as the plans drove it against its script (speed, lane offset) and
+    its gap to the nearest true actor, as a PNG."""
+    import matplotlib as mpl  # noqa: PLC0415
+
+    mpl.use('Agg')
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    from rt_fusion.core.scenario.world import build_world  # noqa: PLC0415
+
+    frames = truth['frames']
+    t = np.array([f['t'] for f in frames])
+    speed = np.array([math.hypot(f['ego']['vx'], f['ego']['vy']) for f in frames])
+    offset = np.array([f['ego']['d'] for f in frames])
+    script = build_world(yaml.safe_load(scenario.read_text()), float(truth['seconds'])).ego
+    s_speed = [math.hypot(script.at(x)['vx'], script.at(x)['vy']) for x in t]
+    s_offset = [script.at(x)['d'] for x in t]
+    gap = []
+    for f in frames:
+        ego = f['ego']
+        box = ev.box_corners(ego['x'], ego['y'], ego['yaw'], 4.5, 1.9)
+        near = [
+            ev.box_gap(box, ev.box_corners(o['x'], o['y'], o['yaw'], *o['size'][:2]))
+            for o in f['objects']
+            if o['class'] != 'static' and math.hypot(o['ego_x'], o['ego_y']) < 60.0
+        ]
+        gap.append(min(near) if near else np.nan)
+    near_siren = [
+        any(o['siren'] and -60.0 <= o['ego_x'] <= 10.0 for o in f['objects']) for f in frames
+    ]
+    fig, axes = plt.subplots(3, 1, figsize=(10, 8), sharex=True)
+    axes[0].plot(t, speed, label='driven by the plans')
+    axes[0].plot(t, s_speed, '--', label="the scenario's script")
+    axes[0].set_ylabel('ego speed [m/s]')
+    axes[1].plot(t, offset, label='driven')
+    axes[1].plot(t, s_offset, '--', label='script')
+    axes[1].set_ylabel('offset from the lane [m]')
+    axes[2].plot(t, gap, label='gap to the nearest road user (box to box)')
+    axes[2].axhline(0.0, color='r', lw=0.8)
+    axes[2].set_ylabel('gap [m]')
+    axes[2].set_xlabel('time [s]')
+    for ax in axes:
+        if any(near_siren):
+            ax.fill_between(
+                t, 0, 1, where=near_siren, transform=ax.get_xaxis_transform(), alpha=0.12,
+                color='C3', label='emergency vehicle near',
+            )  # fmt: skip
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8, loc='upper right')
+    d = metrics.get('driving', {})
+    fig.suptitle(
+        f'{title} (closed loop): {d.get("collision_samples")} collision samples, '
+        f'min gap {d.get("min_gap_m")} m, final speed {d.get("final_speed_mps")} m/s'
+    )
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
 # --- suites, tables, baselines ---------------------------------------------------------------
 
 
@@ -952,6 +1013,10 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 if frames:
                     plot(frames, metrics, f'{job} {variant}', out / 'run.png')
+                if folder is None and truth is not None and scenario_path is not None:
+                    plot_drive(
+                        truth, scenario_path, metrics, f'{job} {variant}', out / 'drive.png'
+                    )
                 row = flat(metrics)
                 rows.append((f'{job} {variant}', row))
                 by_key[f'{job}/{variant}'] = row
