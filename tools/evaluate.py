@@ -714,7 +714,8 @@ def plot_drive(
     d = metrics.get('driving', {})
     fig.suptitle(
         f'{title} (closed loop): {d.get("collision_samples")} collision samples, '
-        f'min gap {d.get("min_gap_m")} m, final speed {d.get("final_speed_mps")} m/s'
+        f'min gap {d.get("min_gap_m", math.nan):.2f} m, '
+        f'final speed {d.get("final_speed_mps", math.nan):.2f} m/s'
     )
     fig.tight_layout()
     fig.savefig(path, dpi=90)
