@@ -21,6 +21,8 @@ import yaml
 from rt_fusion.ros import graph, launching
 from tests.conftest import ROOT, VENV, ProcGroup, ros_env, shared_file
 
+ROUTE = graph.ROUTE_TOPIC
+
 LAUNCH = ROOT / 'launch' / 'vehicle.launch.py'
 REPLAY = ROOT / 'launch' / 'replay.launch.py'
 
@@ -53,20 +55,28 @@ def test_every_node_is_an_installed_executable_with_a_config_section() -> None:
         assert executable in scripts, f'{name}: {executable} is not a console script'
 
 
-def test_every_remapping_joins_an_input_to_an_existing_output() -> None:
-    graph = _graph()
+@pytest.mark.parametrize('nodes', [graph.VEHICLE, graph.CLOSED_LOOP], ids=['vehicle', 'sim'])
+def test_every_remapping_joins_an_input_to_an_existing_output(
+    nodes: tuple[graph.GraphNode, ...],
+) -> None:
+    graph = _graph(nodes)
     scripts = _setup_scripts()
     outputs = {
         f'/{name}/out/{topic}'
         for name, (exe, _) in graph.items()
         for topic in _topics(scripts[exe].split(':')[0].rsplit('.', 1)[1], 'out')
     }
+    if 'sim' in graph:  # the simulator publishes where the sensors and a route planner would
+        from rt_fusion.nodes import sim_node  # noqa: PLC0415
+
+        outputs |= {sim_node.CAMERA, *sim_node.TOPICS.values(), ROUTE}
     for name, (exe, remaps) in graph.items():
         inputs = _topics(scripts[exe].split(':')[0].rsplit('.', 1)[1], 'in')
         for src, dst in remaps:
             assert src.removeprefix('~/in/') in inputs, f'{name}: no input {src}'
-            # The vehicle speed comes from the vehicle's own CAN gateway (or a bag), not from us.
-            external = dst == '/vehicle/speed'
+            # The vehicle speed comes from the vehicle's own CAN gateway (or a bag), the route
+            # from a route planner or a map (the simulator in closed loop), not from us.
+            external = dst == '/vehicle/speed' or (dst == ROUTE and 'sim' not in graph)
             assert dst in outputs or external, f'{name}: {src} -> {dst}, which no node publishes'
     # The fusion node gets every sensor, the planner the fusion's output.
     fusion = dict(graph['fusion'][1])

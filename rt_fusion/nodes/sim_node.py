@@ -112,7 +112,7 @@ class SimParams:
     )
     shm_slots: int = param('slots of the camera ring', default=16, low=2, high=256)
     route: bool = param(
-        "publish the ego's lane as the planner's route on ~/out/route (nav_msgs/Path, odom "
+        "publish the ego's lane as the planner's route on /route/path (nav_msgs/Path, odom "
         'frame: the fusion starts its odom frame where the ego starts) before the first message',
         default=True,
     )
@@ -182,7 +182,7 @@ class SimNode(node_utils.DeviceNode):
             frame_id='camera',
         )
         self.create_subscription(UInt64, p.ack_topic, lambda _m: self._acked.set(), reliable)
-        self.route_pub = self.create_publisher(PathMsg, '~/out/route', reliable)
+        self.route_pub = self.create_publisher(PathMsg, graph.ROUTE_TOPIC, reliable)
         self.create_subscription(Trajectory, '~/in/trajectory', self._on_plan, reliable)
         if p.start_topic:
             latched = QoSProfile(

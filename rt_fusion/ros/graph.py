@@ -67,11 +67,8 @@ SENSORS = (
 )
 REPLAY = GraphNode('replay', 'replay_node')
 # The closed-loop simulator: a scenario's sensors, its ego driven by the planner's trajectories.
-SIM = GraphNode(
-    'sim',
-    'sim_node',
-    (('~/in/trajectory', '/planner/out/trajectory'), ('~/out/route', ROUTE_TOPIC)),
-)
+# It publishes where the sensor nodes and a route planner would (CAMERA_TOPIC, ..., ROUTE_TOPIC).
+SIM = GraphNode('sim', 'sim_node', (('~/in/trajectory', '/planner/out/trajectory'),))
 
 VEHICLE = (*SENSORS, FUSION, PLANNER)
 REPLAYED = (REPLAY, FUSION, PLANNER)
