@@ -344,10 +344,10 @@ def decoder_section(score_threshold: float = 0.35) -> dict[str, Any]:
 
 def export(weights: Path, models: Path, name: str) -> Path:
     """ONNX (opset 13, IR 7) + TorchScript + spec into ``models``."""
-    import onnx  # noqa: PLC0415
     import torch  # noqa: PLC0415
     import yaml  # noqa: PLC0415
 
+    from rt_fusion.inference.export import export_onnx  # noqa: PLC0415
     from rt_fusion.inference.spec import sha256_file  # noqa: PLC0415
 
     ckpt = torch.load(weights, map_location='cpu', weights_only=False)
@@ -357,22 +357,9 @@ def export(weights: Path, models: Path, name: str) -> Path:
     x = torch.zeros(1, 3, *INPUT_HW)
     models.mkdir(parents=True, exist_ok=True)
     onnx_path, ts_path = models / f'{name}.onnx', models / f'{name}.ts'
+    export_onnx(model, x, onnx_path, 'images', 'heads')
     with torch.no_grad():
-        torch.onnx.export(
-            model,
-            (x,),
-            str(onnx_path),
-            input_names=['images'],
-            output_names=['heads'],
-            opset_version=13,
-            dynamo=False,
-        )
-        traced = torch.jit.trace(model, x)
-        traced.save(str(ts_path))
-    proto = onnx.load(str(onnx_path))
-    proto.ir_version = 7
-    onnx.checker.check_model(proto)
-    onnx.save(proto, str(onnx_path))
+        torch.jit.trace(model, x).save(str(ts_path))
     spec = {
         'name': name,
         'provenance': (

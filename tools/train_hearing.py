@@ -184,10 +184,10 @@ def train(args: argparse.Namespace) -> None:
 
 def export(weights: Path, models: Path, name: str) -> Path:
     """ONNX (opset 13, IR 7) + spec (with its ``audio:`` section) into ``models``."""
-    import onnx  # noqa: PLC0415
     import torch  # noqa: PLC0415
     import yaml  # noqa: PLC0415
 
+    from rt_fusion.inference.export import export_onnx  # noqa: PLC0415
     from rt_fusion.inference.spec import sha256_file  # noqa: PLC0415
 
     ckpt = torch.load(weights, map_location='cpu', weights_only=False)
@@ -196,20 +196,7 @@ def export(weights: Path, models: Path, name: str) -> Path:
     model.eval()
     shape = [1, 1, MEL.n_mels, MEL.context_frames]
     onnx_path = models / f'{name}.onnx'
-    with torch.no_grad():
-        torch.onnx.export(
-            model,
-            (torch.zeros(*shape),),
-            str(onnx_path),
-            input_names=['logmel'],
-            output_names=['logits'],
-            opset_version=13,
-            dynamo=False,
-        )
-    proto = onnx.load(str(onnx_path))
-    proto.ir_version = 7
-    onnx.checker.check_model(proto)
-    onnx.save(proto, str(onnx_path))
+    export_onnx(model, torch.zeros(*shape), onnx_path, 'logmel', 'logits')
     spec = {
         'name': name,
         'provenance': (
