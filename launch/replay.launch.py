@@ -96,12 +96,15 @@ def generate_launch_description() -> LaunchDescription:
         with open_reader(LaunchConfiguration('bag').perform(context)) as reader:
             recorded = {c.topic for c in reader.connections}
             listed += [t for t in (graph.SPEED_TOPIC,) if t in recorded]
-            # Off by default: on a 2-core machine the demo fused 81 of 90 frames with it (>= 86
-            # without); the cost is not found yet.
-            if LaunchConfiguration('audio').perform(context).lower() == 'true':
-                listed += [t for t in (graph.AUDIO_TOPIC,) if t in recorded]
-        topics = {'topics': listed}
-        shm = {'shm': [f'{camera}->{graph.CAMERA_TOPIC}']}
+            # Off by default (a bag's own choice of topics); the demo and the evaluation ask.
+            audio = LaunchConfiguration('audio').perform(context).lower() == 'true'
+            audio = audio and graph.AUDIO_TOPIC in recorded
+        topics = {'topics': [*listed, *([graph.AUDIO_TOPIC] if audio else [])]}
+        # Frames and microphone blocks through shared memory, as the sensor nodes send them.
+        shm_map = [f'{camera}->{graph.CAMERA_TOPIC}']
+        if audio:
+            shm_map.append(f'{graph.AUDIO_TOPIC}->{graph.AUDIO_TOPIC}')
+        shm = {'shm': shm_map}
         return [
             graph.launch_node(graph.REPLAY, [replay_params, topics, shm]),
             graph.launch_node(graph.FUSION, [config]),

@@ -420,6 +420,8 @@ def run_scenario_graph(
                 'mode': 'realtime',
                 'restamp': 'true',
                 'start_topic': START_TOPIC,
+                # The microphone too, through shared memory as the camera: the fusion hears.
+                'audio': 'true',
             },
             env=env,
             log=logs / 'launch.log',

@@ -10,7 +10,10 @@ when the bag is done (exit status 0) and logs what it sent.
 Image topics named in ``shm`` (``sensor_msgs/Image`` or JPEG/PNG ``CompressedImage``) go
 into a shared-memory ring exactly as ``camera_node`` does it: decoded into the next slot, the
 ``ShmFrame`` descriptor on ``<livebase>/shm`` with the recorded stamp, so ``fusion_node`` reads
-them in place. ``stamp_from`` replaces the header stamps of a topic with the latest stamp of a
+them in place. Microphone topics named there (``rt_fusion_msgs/AudioChunk`` with inline
+samples, as recorded) go into a ring as ``microphone_node`` does it: the samples into the next
+slot, the AudioChunk on ``<livebase>`` with the slot's descriptor and no inline samples.
+``stamp_from`` replaces the header stamps of a topic with the latest stamp of a
 trigger topic (the TI radar of the ``imu_radar_rio`` bag: scans stamped by their hardware
 trigger).
 """
@@ -35,11 +38,14 @@ from rt_fusion.core.bag import BagError, image_to_array, iter_messages, open_rea
 from rt_fusion.core.bag_integrity import IntegrityError, verify
 from rt_fusion.core.errors import ParameterError
 from rt_fusion.core.replay import Pacer, ReplayParams, Restamper, parse_pairs, parse_remaps
+from rt_fusion.core.shm import ShmRingWriter
 from rt_fusion.ros import node_utils
-from rt_fusion.ros.conversions import message_class, ns_to_time, time_to_ns
+from rt_fusion.ros.conversions import descriptor_to_msg, message_class, ns_to_time, time_to_ns
 from rt_fusion.ros.shm_transport import ShmPublisher, segment_name
 
 IMAGE_TYPES = ('sensor_msgs/msg/Image', 'sensor_msgs/msg/CompressedImage')
+AUDIO_TYPE = 'rt_fusion_msgs/msg/AudioChunk'
+AUDIO_SLOTS = 64  # ~1.4 s of 1024-sample blocks at 48 kHz, as microphone_node's default ring
 
 
 class BagImage(NamedTuple):
@@ -69,6 +75,7 @@ class ReplayNode(node_utils.DeviceNode):
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.shm_pubs: dict[str, ShmPublisher] = {}
+        self.audio_rings: dict[str, tuple[ShmRingWriter, Any]] = {}
 
     def configure(self) -> None:
         """Opens the bag, checks the topics, creates a publisher per topic."""
@@ -101,8 +108,10 @@ class ReplayNode(node_utils.DeviceNode):
                 'topics', p.topics, f'not in the bag: {unknown} (it has {sorted(types)})'
             )
         for topic in self.shm_map:
-            if types[topic] not in IMAGE_TYPES:
-                raise ParameterError('shm', p.shm, f'{topic} is {types[topic]}, not an image')
+            if types[topic] not in (*IMAGE_TYPES, AUDIO_TYPE):
+                raise ParameterError(
+                    'shm', p.shm, f'{topic} is {types[topic]}, not an image or audio'
+                )
         self.types = types
         self.read_topics = sorted(wanted)
         qos = QoSProfile(depth=p.qos_depth, reliability=ReliabilityPolicy.RELIABLE)
@@ -122,6 +131,9 @@ class ReplayNode(node_utils.DeviceNode):
             and 'stamp' not in cls.get_fields_and_field_types()  # type: ignore[attr-defined]
         }
         for topic, base in self.shm_map.items():
+            if types[topic] == AUDIO_TYPE:
+                self._audio_ring(p, topic, base, qos)
+                continue
             first_msg = next(
                 iter_messages(Path(p.bag), [topic], decode=False, skip=self.integrity.skip_chunks)
             )
@@ -149,6 +161,19 @@ class ReplayNode(node_utils.DeviceNode):
             )
             self.create_subscription(UInt64, p.start_topic, lambda _m: self._start.set(), latched)
 
+    def _audio_ring(self, p: ReplayParams, topic: str, base: str, qos: QoSProfile) -> None:
+        """The ring and publisher of a microphone topic, sized by its largest block."""
+        largest = 0
+        for m in iter_messages(
+            Path(p.bag), [topic], decode=False, skip=self.integrity.skip_chunks
+        ):
+            msg: Any = deserialize_message(m.raw, self.classes[topic])
+            if not msg.samples.size if hasattr(msg.samples, 'size') else not msg.samples:
+                raise ParameterError('shm', topic, 'its blocks carry no inline samples to replay')
+            largest = max(largest, len(msg.samples) * 2)
+        ring = ShmRingWriter.create(segment_name(self, base), largest, AUDIO_SLOTS)
+        self.audio_rings[topic] = (ring, self.create_publisher(self.classes[topic], base, qos))
+
     def activate(self) -> None:
         """Starts the publishing thread."""
         self._stop.clear()
@@ -169,6 +194,9 @@ class ReplayNode(node_utils.DeviceNode):
         for pub in self.shm_pubs.values():
             pub.close()
         self.shm_pubs.clear()
+        for ring, _pub in self.audio_rings.values():
+            ring.close()
+        self.audio_rings.clear()
         super().destroy_node()
 
     def _play(self) -> None:
@@ -178,6 +206,7 @@ class ReplayNode(node_utils.DeviceNode):
             end = time.monotonic() + p.wait_subscribers_s
             counts = [pub.get_subscription_count for pub in self.pubs.values()]
             counts += [sp.subscriber_count for sp in self.shm_pubs.values()]
+            counts += [pub.get_subscription_count for _r, pub in self.audio_rings.values()]
             while any(count() == 0 for count in counts):
                 if time.monotonic() > end:
                     self.get_logger().warning('not every topic has a subscriber: starting anyway')
@@ -253,6 +282,12 @@ class ReplayNode(node_utils.DeviceNode):
                 if m.topic in self.stamp_map
                 else None
             )
+            if m.topic in self.audio_rings:
+                self._publish_audio(m.topic, raw, restamp if p.restamp else None)
+                self.sent += 1
+                if p.mode == 'lockstep' and not self._acked.wait(p.ack_timeout_s):
+                    self.ack_timeouts += 1
+                continue
             if (
                 (trigger is not None or p.restamp)
                 and m.topic not in self.shm_pubs
@@ -285,6 +320,23 @@ class ReplayNode(node_utils.DeviceNode):
         except BagError as err:
             raise ParameterError('shm', topic, str(err)) from err
         return BagImage(array, encoding, stamp, frame_id)
+
+    def _publish_audio(self, topic: str, raw: bytes, restamp: Restamper | None) -> None:
+        """A recorded block into the ring, its chunk out with the slot's descriptor."""
+        ring, pub = self.audio_rings[topic]
+        msg: Any = deserialize_message(raw, self.classes[topic])
+        samples = np.asarray(msg.samples, dtype=np.int16)
+        frames = samples.size // max(int(msg.channels), 1)
+        stamp = time_to_ns(msg.header.stamp)
+        if restamp is not None:
+            stamp = restamp(stamp)
+            msg.header.stamp = ns_to_time(stamp)
+        ws = ring.acquire((frames, max(int(msg.channels), 1)), np.int16, 'pcm')
+        np.copyto(ws.array, samples.reshape(ws.array.shape))
+        desc = ring.commit(ws, stamp_ns=stamp, available_ns=time.time_ns())
+        descriptor_to_msg(desc, msg.frame)
+        msg.samples = []
+        pub.publish(msg)
 
     def _publish_shm(self, topic: str, raw: bytes, restamp: Restamper | None) -> None:
         img = self._image(topic, raw)

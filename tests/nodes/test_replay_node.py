@@ -3,6 +3,8 @@ processes: every message once, in order, with its recorded stamp — in lock-ste
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from rt_fusion.core.bag import iter_messages
@@ -355,3 +357,84 @@ def test_loops_replay_the_bag_again_with_increasing_stamps(procs: ProcGroup, tmp
 
 def _replay_bag(procs: ProcGroup, bag: object, *params: str) -> object:
     return procs.node('replay_node', '-r', '__node:=replay', '-p', f'bag:={bag}', *params)
+
+
+def test_generated_microphone_blocks_go_through_shared_memory(procs: ProcGroup, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The replay carries the microphone as microphone_node does: each block into its ring, the
+    AudioChunk with the slot's descriptor and no inline samples; read in place, the samples are
+    the recorded ones (lock-step: each block is read before it is acknowledged)."""
+    import threading  # noqa: PLC0415
+
+    import numpy as np  # noqa: PLC0415
+    import rclpy  # noqa: PLC0415
+    import yaml  # noqa: PLC0415
+    from rclpy.executors import SingleThreadedExecutor  # noqa: PLC0415
+    from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: PLC0415
+    from rt_fusion_msgs.msg import AudioChunk  # noqa: PLC0415
+    from std_msgs.msg import UInt64  # noqa: PLC0415
+
+    from rt_fusion.core.scenario.generate import generate  # noqa: PLC0415
+    from rt_fusion.core.shm import ShmRingReader  # noqa: PLC0415
+    from rt_fusion.ros import compat  # noqa: PLC0415
+    from rt_fusion.ros.conversions import msg_to_descriptor  # noqa: PLC0415
+    from tests.conftest import ROOT  # noqa: PLC0415
+
+    scenario = yaml.safe_load((ROOT / 'config' / 'scenarios' / 'stopped_car.yaml').read_text())
+    generate(scenario, 1.0, 0, tmp_path)
+    bag = tmp_path / 'bag'
+    topic = '/microphone/out/audio'
+    recorded = [np.asarray(m.msg.samples, np.int16) for m in iter_messages(bag, [topic])]
+    assert len(recorded) == 46
+    context = rclpy.Context()
+    rclpy.init(context=context, domain_id=int(procs.env['ROS_DOMAIN_ID']))
+    got: list[tuple[str, int, np.ndarray]] = []
+    done = threading.Event()
+    try:
+        node = rclpy.create_node('audio_listener', context=context)
+        reliable = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
+        ack = node.create_publisher(UInt64, '/replay/ack', reliable)
+        readers: dict[str, ShmRingReader] = {}
+
+        def on_chunk(msg: AudioChunk) -> None:
+            desc = msg_to_descriptor(msg.frame)
+            reader = readers.get(desc.segment) or ShmRingReader.attach(desc.segment)
+            readers[desc.segment] = reader
+            view = reader.read(desc)
+            got.append((desc.segment, len(msg.samples), np.array(view.array).reshape(-1)))
+            ack.publish(UInt64(data=len(got)))
+            if len(got) == len(recorded):
+                done.set()
+
+        node.create_subscription(AudioChunk, topic, on_chunk, reliable)
+        executor = SingleThreadedExecutor(context=context)
+        executor.add_node(node)
+        replay = procs.node(
+            'replay_node',
+            '-r',
+            '__node:=replay',
+            '-p',
+            f'bag:={bag}',
+            '-p',
+            f'topics:=[{topic}]',
+            '-p',
+            f'shm:=[{topic}->{topic}]',
+            '-p',
+            'mode:=lockstep',
+            '-p',
+            'wait_subscribers_s:=120.0',
+        )
+        end = time.monotonic() + 120.0
+        while not done.is_set() and time.monotonic() < end and replay.popen.poll() is None:
+            executor.spin_once(timeout_sec=0.1)
+        assert replay.read_until('REPLAYED ', 60)[1] == f'REPLAYED {len(recorded)} ack_timeouts=0'
+        for reader in readers.values():
+            reader.close()
+        executor.shutdown()
+        node.destroy_node()
+    finally:
+        compat.try_shutdown(context=context)
+    assert len(got) == len(recorded)
+    assert {segment for segment, _n, _a in got} == {got[0][0]} and got[0][0]  # one ring
+    assert all(n == 0 for _s, n, _a in got)  # no inline samples: the ring carries them
+    for (_s, _n, samples), ref in zip(got, recorded, strict=True):
+        np.testing.assert_array_equal(samples, ref)
