@@ -510,9 +510,15 @@ def recordings_overrides(args: argparse.Namespace, conventional: bool, path: Pat
         'device': args.device,
         'infer_period_s': infer_period(args),
     }
+    if args.device == 'cpu':
+        # The vehicle's real-time plan gives the fusion CPUs of its own; on a small machine a
+        # SCHED_FIFO detector with the backend's default threads (one per CPU) starved the
+        # sensor nodes (a 2-core CI: 26 of 60 frames fused, the rest dropped behind it). One
+        # thread at normal priority, as config/replay.yaml runs it.
+        fusion.update(threads=1, rt={'rt_priority': 0})
     if conventional:
         fusion.update(camera_transport='ros', camera_fast_path=False)
-    sections = {
+    sections: dict[str, dict[str, Any]] = {
         'camera': {
             'count': args.frames,
             'publish_image': conventional,
@@ -521,6 +527,8 @@ def recordings_overrides(args: argparse.Namespace, conventional: bool, path: Pat
         },
         'fusion': fusion,
     }
+    if args.device == 'cpu':
+        sections['planner'] = {'rt': {'rt_priority': 0}}
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(
         yaml.safe_dump({k: {'ros__parameters': v} for k, v in sections.items()}, sort_keys=False)
