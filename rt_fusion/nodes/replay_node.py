@@ -202,25 +202,19 @@ class ReplayNode(node_utils.DeviceNode):
     def _play(self) -> None:
         p = self.params
         assert p is not None
-        if p.wait_subscribers_s > 0:
-            end = time.monotonic() + p.wait_subscribers_s
-            counts = [pub.get_subscription_count for pub in self.pubs.values()]
-            counts += [sp.subscriber_count for sp in self.shm_pubs.values()]
-            counts += [pub.get_subscription_count for _r, pub in self.audio_rings.values()]
-            while any(count() == 0 for count in counts):
-                if time.monotonic() > end:
-                    self.get_logger().warning('not every topic has a subscriber: starting anyway')
-                    break
-                if self._stop.wait(0.05):  # paced: discovery
-                    return
-        if p.start_topic:
-            end = time.monotonic() + p.start_timeout_s
-            while not self._start.is_set():
-                if time.monotonic() > end:
-                    self.get_logger().warning(f'nothing on {p.start_topic}: starting anyway')
-                    break
-                if self._stop.wait(0.05):  # paced: the consumer's start signal
-                    return
+        counts = [pub.get_subscription_count for pub in self.pubs.values()]
+        counts += [sp.subscriber_count for sp in self.shm_pubs.values()]
+        counts += [pub.get_subscription_count for _r, pub in self.audio_rings.values()]
+        if not node_utils.wait_to_start(
+            self,
+            counts,
+            p.wait_subscribers_s,
+            p.start_topic,
+            self._start,
+            p.start_timeout_s,
+            self._stop,
+        ):
+            return
         # Every shared-memory subscriber matched by now acknowledges a handshake before the
         # first frame: a subscriber the replay has matched may not have matched the replay yet,
         # and the frames it misses meanwhile are lost (78 of 300 on the H200 before this).

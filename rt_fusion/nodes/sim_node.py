@@ -53,6 +53,12 @@ TOPICS = {
     '/vehicle/speed': graph.SPEED_TOPIC,
     '/microphone/out/audio': graph.AUDIO_TOPIC,
 }
+TYPES = {
+    '/radar/out/objects': 'rt_fusion_msgs/msg/RadarObjects',
+    '/imu/out/imu': 'sensor_msgs/msg/Imu',
+    '/vehicle/speed': 'std_msgs/msg/Float64',
+    '/microphone/out/audio': 'rt_fusion_msgs/msg/AudioChunk',
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -166,13 +172,7 @@ class SimNode(node_utils.DeviceNode):
         for name, live in TOPICS.items():
             if name == '/microphone/out/audio' and not p.audio:
                 continue
-            typename = {
-                '/radar/out/objects': 'rt_fusion_msgs/msg/RadarObjects',
-                '/imu/out/imu': 'sensor_msgs/msg/Imu',
-                '/vehicle/speed': 'std_msgs/msg/Float64',
-                '/microphone/out/audio': 'rt_fusion_msgs/msg/AudioChunk',
-            }[name]
-            self.pubs[name] = self.create_publisher(message_class(typename), live, reliable)
+            self.pubs[name] = self.create_publisher(message_class(TYPES[name]), live, reliable)
         self.shm = ShmPublisher(
             self,
             CAMERA,
@@ -261,22 +261,24 @@ class SimNode(node_utils.DeviceNode):
         p = self.params
         assert p is not None
         assert self.shm is not None
-        end = time.monotonic() + p.wait_subscribers_s
         counts = [pub.get_subscription_count for pub in self.pubs.values()]
         counts.append(self.shm.subscriber_count)
-        while any(count() == 0 for count in counts) and time.monotonic() < end:
-            if self._stop.wait(0.05):  # paced: discovery
-                return False
-        if p.start_topic:
-            end = time.monotonic() + p.start_timeout_s
-            while not self._start.is_set() and time.monotonic() < end:
-                if self._stop.wait(0.05):  # paced: the consumer's start signal
-                    return False
+        if not node_utils.wait_to_start(
+            self,
+            counts,
+            p.wait_subscribers_s,
+            p.start_topic,
+            self._start,
+            p.start_timeout_s,
+            self._stop,
+        ):
+            return False
         if p.route:
-            end = time.monotonic() + p.wait_subscribers_s
-            while self.route_pub.get_subscription_count() == 0 and time.monotonic() < end:
-                if self._stop.wait(0.05):  # paced: discovery
-                    return False
+            has_planner = self.route_pub.get_subscription_count
+            if not node_utils.wait_until(
+                lambda: has_planner() > 0, p.wait_subscribers_s, self._stop
+            ):
+                return False
             self.route_pub.publish(self._route())
             self.route_pub.wait_for_all_acked(Duration(seconds=10))
         self.shm.wait_ready(max(p.wait_subscribers_s, 10.0), self._stop)
