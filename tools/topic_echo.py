@@ -82,6 +82,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.ack
         else None
     )
+    if ack_pub is not None:
+        # The acknowledged source starts on seeing our subscription below, and an ack published
+        # before this publisher matches its reader is lost (a lock-step timeout): match first.
+        print('READY', flush=True)
+        ready = time.monotonic() + (args.timeout or 60.0)
+        while ack_pub.get_subscription_count() == 0 and time.monotonic() < ready:
+            time.sleep(0.02)
     matched_printed = False
 
     def on_matched(info: Any) -> None:
@@ -99,7 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     executor = make_executor()
     executor.add_node(node)
-    print('READY', flush=True)
+    if ack_pub is None:
+        print('READY', flush=True)
     start = time.monotonic()
     try:
         while compat.ok():

@@ -80,6 +80,13 @@ class SyncParams:
         default='nearest',
         choices=('nearest', 'latest'),
     )
+    imu_mode: str = param(
+        'interpolate: a frame waits for the IMU sample after it (exact, up to an IMU period of '
+        'wait); extrapolate: the latest sample held up to the frame time (no wait; the error '
+        'that costs is measured once the next samples arrive)',
+        default='interpolate',
+        choices=('interpolate', 'extrapolate'),
+    )
     wait_for: tuple[str, ...] = param(
         'modalities a frame waits for (imu, audio, radar names; empty: all); the others are '
         'used when they are there',
@@ -115,6 +122,24 @@ class StreamStats:
     out_of_order: int = 0
 
 
+@dataclasses.dataclass
+class ImuExtrapolation:
+    """What ``imu_mode: extrapolate`` costs: each extrapolated frame compared with the
+    interpolation its bracketing samples give once they arrive."""
+
+    frames: int = 0  # frames given an extrapolated IMU
+    checked: int = 0  # of those, compared with the interpolation since
+    gyro_sq: float = 0.0  # sum of squared gyro errors [(rad/s)²]
+    accel_sq: float = 0.0  # sum of squared acceleration errors [(m/s²)²]
+    gyro_max: float = 0.0  # [rad/s]
+    accel_max: float = 0.0  # [m/s²]
+
+    def rms(self) -> tuple[float, float]:
+        """(gyro [rad/s], accel [m/s²]) RMS error over the checked frames."""
+        n = max(self.checked, 1)
+        return (self.gyro_sq / n) ** 0.5, (self.accel_sq / n) ** 0.5
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class ImuAtFrame:
     """IMU data at a frame time."""
@@ -123,6 +148,7 @@ class ImuAtFrame:
     accel: tuple[float, float, float]  # [m/s²], interpolated
     rotation: rotation.Quat  # body rotation since the previous frame (w, x, y, z)
     samples: int  # IMU samples between the previous frame and this one
+    extrapolated: bool = False  # held from the latest sample before the frame (imu_mode)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -200,11 +226,22 @@ class ImuBuffer:
             cut = len(self.t) - self.capacity
             del self.t[:cut], self.gyro[:cut], self.accel[:cut], self.q[:cut]
 
-    def at(self, t: int, max_gap_ns: int) -> tuple[Vec3, Vec3, rotation.Quat] | None:
-        """(gyro, accel, cumulative orientation) at t, or None if t is not bracketed closely."""
+    def at(
+        self, t: int, max_gap_ns: int, extrapolate: bool = False
+    ) -> tuple[Vec3, Vec3, rotation.Quat] | None:
+        """(gyro, accel, cumulative orientation) at t, or None if t is not bracketed closely;
+        ``extrapolate``: past the latest sample (by at most ``max_gap_ns``) that sample held,
+        the orientation turned on at its rate."""
         k = bisect.bisect_right(self.t, t) - 1
-        if k < 0 or k + 1 >= len(self.t):
+        if k < 0:
             return None
+        if k + 1 >= len(self.t):
+            if not extrapolate or t - self.t[k] > max_gap_ns:
+                return None
+            g = self.gyro[k]
+            h = (t - self.t[k]) * 1e-9
+            q = rotation.mul(self.q[k], rotation.from_rotvec(g[0] * h, g[1] * h, g[2] * h))
+            return g, self.accel[k], q
         ta, tb = self.t[k], self.t[k + 1]
         if tb - ta > max_gap_ns:
             return None
@@ -301,6 +338,9 @@ class Aligner:
         self._max_wait_ns = int(p.max_wait_s * _NS)
         self._imu_gap_ns = int(p.imu_max_gap_s * _NS)
         self._radar_age_ns = int(p.radar_max_age_s * _NS)
+        self._extrapolate = p.imu_mode == 'extrapolate'
+        self.extrapolation = ImuExtrapolation()
+        self._unchecked: deque[tuple[int, Vec3, Vec3]] = deque(maxlen=64)
 
     # -- inputs --------------------------------------------------------------------------------
 
@@ -336,6 +376,21 @@ class Aligner:
             self.stats['imu'].out_of_order += 1
             return
         self.imu.push(stamp_ns, gyro, accel)
+        while self._unchecked and self._unchecked[0][0] <= stamp_ns:
+            self._check_extrapolation(*self._unchecked.popleft())
+
+    def _check_extrapolation(self, t: int, gyro: Vec3, accel: Vec3) -> None:
+        got = self.imu.at(t, self._imu_gap_ns)
+        if got is None:
+            return  # a gap after the frame: nothing to compare with
+        ex = self.extrapolation
+        eg = sum((a - b) ** 2 for a, b in zip(got[0], gyro, strict=True))
+        ea = sum((a - b) ** 2 for a, b in zip(got[1], accel, strict=True))
+        ex.checked += 1
+        ex.gyro_sq += eg
+        ex.accel_sq += ea
+        ex.gyro_max = max(ex.gyro_max, eg**0.5)
+        ex.accel_max = max(ex.accel_max, ea**0.5)
 
     def push_radar(
         self, name: str, stamp_ns: int, points: npt.NDArray[np.float64], arrival_ns: int
@@ -401,7 +456,10 @@ class Aligner:
             timed_out = now_ns - pf.arrival_ns >= self._max_wait_ns
             imu_last = self.imu.last_t()
             waits = self.params.waits_for
-            imu_ready = not waits('imu') or (imu_last is not None and imu_last >= t)
+            imu_ready = not waits('imu') or (
+                imu_last is not None
+                and (imu_last >= t or (self._extrapolate and t - imu_last <= self._imu_gap_ns))
+            )
             choices = {name: self._radar_choice(name, t) for name in self.radar}
             radar_ready = all(decided or not waits(name) for name, (decided, _) in choices.items())
             audio_ready = not waits('audio') or (self.audio.total > 0 and self.audio.end_ns() >= t)
@@ -417,16 +475,21 @@ class Aligner:
         t = pf.stamp_ns
         missing: list[str] = []
         imu = None
-        got = self.imu.at(t, self._imu_gap_ns)
+        got = self.imu.at(t, self._imu_gap_ns, self._extrapolate)
         if got is not None:
             gyro, accel, q = got
+            imu_last = self.imu.last_t()
+            extrapolated = imu_last is not None and imu_last < t
+            if extrapolated:
+                self.extrapolation.frames += 1
+                self._unchecked.append((t, gyro, accel))
             rel = (
                 rotation.IDENTITY
                 if self._prev_q is None
                 else rotation.mul(rotation.conj(self._prev_q), q)
             )
             samples = self.imu.count_between(self._emitted_ns, t) if self._emitted_ns else 0
-            imu = ImuAtFrame(gyro, accel, rel, samples)
+            imu = ImuAtFrame(gyro, accel, rel, samples, extrapolated)
             self._prev_q = q
         else:
             missing.append('imu')

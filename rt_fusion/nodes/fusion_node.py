@@ -571,6 +571,13 @@ class FusionNode(node_utils.DeviceNode):
         }
         for name, st in self.aligner.stats.items():
             values[f'{name}_late_dropped'] = f'{st.late}/{st.dropped}'
+        if self.aligner.params.imu_mode == 'extrapolate':
+            ex = self.aligner.extrapolation
+            gyro_rms, accel_rms = ex.rms()
+            values['imu_extrapolated_frames'] = ex.frames
+            values['imu_extrapolation_rms'] = (
+                f'gyro {gyro_rms:.4f} rad/s, accel {accel_rms:.3f} m/s² ({ex.checked} checked)'
+            )
         values.update(self.frame_ledger())
         if self.hearing is not None:
             values.update(self.hearing.diagnostics())

@@ -151,8 +151,11 @@ class ReplayNode(node_utils.DeviceNode):
                 )
         self.topics = [t for t in topics if t not in self.shm_map] + list(self.shm_map)
         self.clock_pub = self.create_publisher(Clock, '/clock', 10) if p.publish_clock else None
-        if p.mode == 'lockstep':
+        self.ack_sub = (
             self.create_subscription(UInt64, p.ack_topic, lambda _m: self._acked.set(), qos)
+            if p.mode == 'lockstep'
+            else None
+        )
         if p.start_topic:
             latched = QoSProfile(
                 depth=1,
@@ -205,6 +208,8 @@ class ReplayNode(node_utils.DeviceNode):
         counts = [pub.get_subscription_count for pub in self.pubs.values()]
         counts += [sp.subscriber_count for sp in self.shm_pubs.values()]
         counts += [pub.get_subscription_count for _r, pub in self.audio_rings.values()]
+        if self.ack_sub is not None:  # an acknowledgement sent before this matches is lost
+            counts.append(self.ack_sub.get_publisher_count)
         if not node_utils.wait_to_start(
             self,
             counts,
@@ -260,6 +265,9 @@ class ReplayNode(node_utils.DeviceNode):
                 self.last_trigger[m.topic] = time_to_ns(trig_stamp)
                 if m.topic not in published:
                     continue
+            # A frame is decoded (JPEG in the bag) before it is due, as a camera's frame is ready
+            # when its driver hands it over: the decode is not part of the modelled delivery.
+            image = self._image(m.topic, m.raw) if m.topic in self.shm_pubs else None
             if p.mode == 'realtime':
                 delay = (
                     pacer.due_ns(m.log_time_ns, time.monotonic_ns()) - time.monotonic_ns()
@@ -292,8 +300,8 @@ class ReplayNode(node_utils.DeviceNode):
                 stamp = trigger if trigger is not None else time_to_ns(header.stamp)
                 header.stamp = ns_to_time(restamp(stamp) if p.restamp else stamp)
                 raw = serialize_message(msg)
-            if m.topic in self.shm_pubs:
-                self._publish_shm(m.topic, raw, restamp if p.restamp else None)
+            if image is not None:
+                self._publish_shm(m.topic, image, restamp if p.restamp else None)
             else:
                 self.pubs[m.topic].publish(raw)
             self.sent += 1
@@ -332,8 +340,7 @@ class ReplayNode(node_utils.DeviceNode):
         msg.samples = []
         pub.publish(msg)
 
-    def _publish_shm(self, topic: str, raw: bytes, restamp: Restamper | None) -> None:
-        img = self._image(topic, raw)
+    def _publish_shm(self, topic: str, img: BagImage, restamp: Restamper | None) -> None:
         pub = self.shm_pubs[topic]
         ws = pub.acquire(tuple(img.array.shape), img.array.dtype, img.encoding)
         np.copyto(ws.array, img.array)

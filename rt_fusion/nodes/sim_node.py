@@ -181,7 +181,9 @@ class SimNode(node_utils.DeviceNode):
             p.shm_slots,
             frame_id='camera',
         )
-        self.create_subscription(UInt64, p.ack_topic, lambda _m: self._acked.set(), reliable)
+        self.ack_sub = self.create_subscription(
+            UInt64, p.ack_topic, lambda _m: self._acked.set(), reliable
+        )
         self.route_pub = self.create_publisher(PathMsg, graph.ROUTE_TOPIC, reliable)
         self.create_subscription(Trajectory, '~/in/trajectory', self._on_plan, reliable)
         if p.start_topic:
@@ -263,6 +265,7 @@ class SimNode(node_utils.DeviceNode):
         assert self.shm is not None
         counts = [pub.get_subscription_count for pub in self.pubs.values()]
         counts.append(self.shm.subscriber_count)
+        counts.append(self.ack_sub.get_publisher_count)  # an earlier acknowledgement is lost
         if not node_utils.wait_to_start(
             self,
             counts,

@@ -223,3 +223,35 @@ def test_latest_radar_mode_does_not_wait_for_the_next_scan() -> None:
             r = out[0].radar['radar']
             assert r is not None and r.scan_stamp_ns == 70_000_000
             assert r.points[0, 0] == pytest.approx(10.0 - 5.0 * 0.05)  # moved to the frame
+
+
+def test_extrapolate_mode_does_not_wait_for_the_imu_and_measures_what_that_costs() -> None:
+    # IMU at 0 and 10 ms (gyro z 0, 1 rad/s; accel x 0, 10 m/s²); a frame at 15 ms.
+    # interpolate waits for the 20 ms sample; extrapolate holds the 10 ms one at once:
+    # gyro 1, accel 10, turned 5 ms at 1 rad/s past the sample. The 20 ms sample then says
+    # gyro 1.5, accel 15: errors 0.5 rad/s and 5 m/s².
+    for mode, emitted in (('interpolate', False), ('extrapolate', True)):
+        al = Aligner(SyncParams(imu_mode=mode, wait_for=('imu',), max_wait_s=1.0))
+        for t, g in ((0, 0.0), (10, 1.0)):
+            _imu(al, t, g, 10.0 * g)
+        al.push_camera(15 * MS, 'f', 15 * MS)
+        out = al.poll(15 * MS + 1)
+        assert bool(out) is emitted, mode
+        if not out:
+            continue
+        imu = out[0].imu
+        assert imu is not None and imu.extrapolated
+        assert imu.gyro[2] == 1.0 and imu.accel[0] == 10.0
+        assert al.extrapolation.frames == 1 and al.extrapolation.checked == 0
+        _imu(al, 20, 2.0, 20.0)
+        ex = al.extrapolation
+        assert ex.checked == 1
+        assert ex.rms() == pytest.approx((0.5, 5.0))
+        assert (ex.gyro_max, ex.accel_max) == pytest.approx((0.5, 5.0))
+    # A frame further past the latest sample than imu_max_gap_s still waits (then is missing).
+    al = Aligner(SyncParams(imu_mode='extrapolate', wait_for=('imu',), max_wait_s=0.5))
+    _imu(al, 0, 0.0, 0.0)
+    al.push_camera(200 * MS, 'g', 200 * MS)
+    assert al.poll(200 * MS + 1) == []
+    (late,) = al.poll(800 * MS)
+    assert late.imu is None and 'imu' in late.missing

@@ -56,6 +56,8 @@ def test_lockstep_delivers_every_message_once_in_order_with_its_stamp(procs: Pro
         '-p',
         'mode:=lockstep',
         '-p',
+        'ack_timeout_s:=30.0',  # a busy machine may starve the echo for seconds
+        '-p',
         'wait_subscribers_s:=120.0',
     )
     msgs, summary = echo.messages(150)

@@ -360,14 +360,16 @@ def generate(
     storage: str = 'mcap',
     clips_dir: Path | None = None,
     progress: Callable[[float], None] | None = None,
+    camera: sm.CameraModel | None = None,
 ) -> dict[str, Any]:
     """Writes ``out/bag`` (rosbag2, ``storage`` mcap or sqlite3), ``out/ground_truth.json`` and
     ``out/camera_info.yaml``; returns a summary. ``clips_dir`` holds the WAV files that ``clip``
-    audio events name; ``progress`` gets the simulated time written so far."""
+    audio events name; ``progress`` gets the simulated time written so far; ``camera`` is the
+    camera's resolution and lens (default: 640×360, see ``CameraModel.sized``)."""
 
     world = build_world(scenario, seconds)
     ts = typestore()
-    cam = sm.CameraModel()
+    cam = camera or sm.CameraModel()
     out.mkdir(parents=True, exist_ok=True)
     writer = BagWriter(out / 'bag', ts, storage)
     streams = [*sensor_streams(ts, world, seed, cam, raw_images, clips_dir), _truth(ts, world)]
@@ -416,6 +418,7 @@ def write_truth(world: World, seed: int, cam: sm.CameraModel, out: Path) -> None
         'seconds': world.seconds,
         't0_ns': T0_NS,
         'camera_hz': CAMERA_HZ,
+        'camera_size': [cam.width, cam.height],
         'audio_events': world.audio_events,
         'frames': [truth_at(world, k / CAMERA_HZ, cam) for k in range(frames)],
     }

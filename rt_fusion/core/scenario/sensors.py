@@ -76,6 +76,23 @@ class CameraModel:
     cx: float = 320.0
     cy: float = 180.0
 
+    @classmethod
+    def sized(cls, width: int, height: int) -> CameraModel:
+        """The same lens at another 16:9 resolution (1920×1080: a vehicle camera): the field of
+        view, and so the detector's input after its resize, stay those of 640×360.
+
+        Raises:
+            ValueError: not 16:9 (the default detector is trained at that aspect) or too small.
+        """
+        if width < 64 or width * 9 != height * 16:
+            raise ValueError(
+                f'camera resolution {width}x{height}: need 16:9 and at least 64x36 (the '
+                'default detector is trained at that aspect)'
+            )
+        base = cls()
+        k = width / base.width
+        return cls(width, height, base.fx * k, base.fy * k, base.cx * k, base.cy * k)
+
     def project(self, pts: npt.NDArray[np.float64]) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
         """base_link points (N, 3) -> pixel (N, 2) and depth (N,) (depth <= 0: behind)."""
         cx, cy, cz = CAMERA_POS
