@@ -72,7 +72,7 @@ def plot(path: Path, samples: dict[str, dict[str, list[int]]], title: str) -> No
     if labels:
         bx.boxplot(
             [np.asarray(ours[k], np.float64) / 1e6 for k in labels],
-            vert=False,
+            orientation='horizontal',
             whis=(1, 99),
             showfliers=False,
         )
@@ -106,7 +106,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument('--device', default='cpu', help='cpu, cuda or cuda:N')
     parser.add_argument('--out', type=Path, default=ROOT / 'results' / 'bench' / 'e2e')
+    parser.add_argument('--quick', action='store_true', help='a 4-s scenario (make bench)')
     args = parser.parse_args(argv)
+    if args.quick:
+        args.seconds = min(args.seconds, 4.0)
     cmd = [
         sys.executable,
         str(ROOT / 'tools' / 'demo.py'),

@@ -357,3 +357,16 @@ def test_random_scenes_for_the_detector_label_what_the_camera_sees() -> None:
         u = cam.project(np.array([[lab.x, lab.y, 0.0]]))[0][0, 0]
         if u0 < u < u1:
             assert lab.keypoint[0] == pytest.approx(u, abs=1e-6)
+
+
+def test_a_1080p_camera_sees_what_the_640_one_sees_scaled_and_odd_sizes_are_refused() -> None:
+    small, big = sm.CameraModel(), sm.CameraModel.sized(1920, 1080)
+    assert (big.width, big.height, big.fx, big.cx, big.cy) == (1920, 1080, 1380.0, 960.0, 540.0)
+    pts = np.array([[20.0, 3.0, 0.5], [60.0, -4.0, 1.0]])
+    uv_small, d_small = small.project(pts)
+    uv_big, d_big = big.project(pts)
+    np.testing.assert_allclose(uv_big, 3.0 * uv_small)
+    np.testing.assert_allclose(d_big, d_small)
+    for bad in ((1920, 1208), (32, 18)):
+        with pytest.raises(ValueError, match='16:9'):
+            sm.CameraModel.sized(*bad)

@@ -1,0 +1,54 @@
+"""tools/bench_e2e.py end to end: both graphs as real processes on a short generated scenario,
+the RESULT line with every key and the plot beside the demo's results."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from tests.conftest import ROOT, ros_env
+
+KEYS = {
+    'e2e_p99_ms',
+    'conventional_e2e_p99_ms',
+    'ratio_p99',
+    'lost',
+    'conventional_lost',
+    'unexplained',
+    'fusion_p99_ms',
+    'committed_e2e_p99_ms',
+    'cameras',
+    'resolution',
+}
+
+
+def test_both_graphs_run_and_the_result_line_has_every_key(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / 'e2e'
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / 'tools' / 'bench_e2e.py'),
+            '--seconds',
+            '3',
+            '--resolution',
+            '960x540',
+            '--backend',
+            'none',
+            '--out',
+            str(out),
+        ],
+        env=ros_env(),
+        capture_output=True,
+        text=True,
+        timeout=400,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    result = [line for line in proc.stdout.splitlines() if line.startswith('RESULT ')][-1]
+    fields = dict(kv.split('=') for kv in result.split()[1:])
+    assert set(fields) == KEYS
+    assert fields['resolution'] == '960x540' and fields['cameras'] == '1'
+    assert int(fields['unexplained']) == 0  # every rt_fusion frame accounted for
+    assert int(fields['lost']) < 90 and float(fields['e2e_p99_ms']) > 0
+    assert (out / 'e2e.png').read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
+    assert (out / 'scenario' / 'ground_truth.json').read_text().count('"camera_size": [960, 540]')
