@@ -69,6 +69,7 @@ class HearingInput:
         # The detector is built on the first block (its sample rate); scipy.signal, which its
         # log-mel window needs, is imported now: that import took 1.3 s of a CPU mid-stream.
         import scipy.signal  # noqa: F401, PLC0415
+
         self.detector: hr.AudioEventDetector | None = None
         self.rate_hz = 0
         self.blocks = self.hops = self.events = self.lost = 0
