@@ -440,3 +440,28 @@ def test_generated_microphone_blocks_go_through_shared_memory(procs: ProcGroup, 
     assert all(n == 0 for _s, n, _a in got)  # no inline samples: the ring carries them
     for (_s, _n, samples), ref in zip(got, recorded, strict=True):
         np.testing.assert_array_equal(samples, ref)
+
+
+def test_work_ahead_keeps_the_order_and_raises_an_error_at_its_place() -> None:
+    import threading  # noqa: PLC0415
+
+    from rt_fusion.nodes.replay_node import _ahead  # noqa: PLC0415
+
+    stop = threading.Event()
+    assert list(_ahead(iter(range(50)), lambda k: k * k, 4, stop)) == [
+        (k, k * k) for k in range(50)
+    ]
+
+    def work(k: int) -> int:
+        if k == 3:
+            raise ValueError('frame 3 does not decode')
+        return k
+
+    got: list[int] = []
+    ahead = _ahead(iter(range(10)), work, 4, stop)
+    got += [next(ahead)[0] for _ in range(3)]
+    with pytest.raises(ValueError, match='frame 3'):
+        next(ahead)
+    assert got == [0, 1, 2]
+    stop.set()  # a stopped replay ends the worker and the loop
+    assert list(_ahead(iter(range(10)), work, 4, stop)) == []
