@@ -77,6 +77,7 @@ def plot(path: Path, samples: dict[str, dict[str, list[int]]], title: str) -> No
             showfliers=False,
         )
         bx.set_yticks(range(1, len(labels) + 1), [k.strip() for k in labels], fontsize=7)
+        bx.invert_yaxis()  # the stages top to bottom, in the order a frame passes them
         bx.set_xscale('log')
         bx.set_xlabel('ms (box: P25–P75, whiskers: P1–P99)')
         bx.set_title('rt_fusion, stage by stage')

@@ -580,7 +580,7 @@ def wait_until(
     ready: Callable[[], bool],
     timeout_s: float,
     stop: threading.Event,
-    on_timeout: Callable[[], None] | None = None,
+    on_timeout: Callable[[], object] | None = None,
 ) -> bool:
     """Waits (polled every 50 ms) until ``ready()`` or ``timeout_s``; calls ``on_timeout`` when
     it gives up. Returns False only when ``stop`` was set (the caller should leave)."""
