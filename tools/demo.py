@@ -317,9 +317,9 @@ def start_fusion_and_planner(
         f'infer_period_s:={infer_period(args)}',
         *fusion_params,
     )
-    # As graph_params: SCHED_FIFO only where the planner can have a CPU of its own.
-    fifo = os.geteuid() == 0 and (os.cpu_count() or 1) > 2
-    rt = ['-p', 'rt.rt_priority:=50'] if fifo else []
+    from rt_fusion.ros.graph_runs import fifo_planner  # noqa: PLC0415
+
+    rt = ['-p', 'rt.rt_priority:=50'] if fifo_planner() else []
     graph.node(
         'planner',
         'trajectory_node',

@@ -58,6 +58,14 @@ def scenario_bag(
     return out / 'bag', float(scenario['ego'].get('speed', 0.0))
 
 
+def fifo_planner() -> bool:
+    """Whether a demo or evaluation graph runs the planner SCHED_FIFO: as root, and only with
+    more than two CPUs. FIFO assumes CPUs of its own: on two shared cores the FIFO planner
+    starved the replay (the sensors) — capture → committed P99 262 ms at 1080p, 64 ms at normal
+    priority."""
+    return os.geteuid() == 0 and (os.cpu_count() or 1) > 2
+
+
 def graph_params(
     config: Path,
     path: Path,
@@ -80,9 +88,7 @@ def graph_params(
     fusion = dict(sections['fusion_rclpy' if conventional else 'fusion'])
     fusion.update(backend=backend, device=device, infer_period_s=infer_period_s)
     planner = dict(sections['planner'])
-    # SCHED_FIFO assumes CPUs of its own: on two shared cores the FIFO planner starved the replay
-    # (the sensors) — capture → committed P99 262 ms at 1080p, 64 ms at normal priority.
-    if os.geteuid() == 0 and (os.cpu_count() or 1) > 2:
+    if fifo_planner():
         planner['rt'] = {**planner.get('rt', {}), 'rt_priority': 50}
     doc = {
         'fusion': {params_file.PARAMS_KEY: fusion},

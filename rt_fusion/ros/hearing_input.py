@@ -66,9 +66,6 @@ class HearingInput:
         self.params = params
         self.frame_id = frame_id
         self.classify = onnx_classifier(model, threads=1)
-        # The detector is built on the first block (its sample rate); scipy.signal, which its
-        # log-mel window needs, is imported now: that import took 1.3 s of a CPU mid-stream.
-        import scipy.signal  # noqa: F401, PLC0415
 
         self.detector: hr.AudioEventDetector | None = None
         self.rate_hz = 0

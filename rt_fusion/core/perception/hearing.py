@@ -30,6 +30,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+# At import, not on the first audio block: importing scipy.signal took 1.3 s of a CPU, paid
+# mid-stream when it was done there.
+from scipy.signal import get_window
+
 from rt_fusion.core.errors import ParameterError
 from rt_fusion.core.params import param
 
@@ -86,8 +90,6 @@ class LogMel:
     """Log-mel frames of a signal at ``rate_hz`` (see the module docstring)."""
 
     def __init__(self, rate_hz: int, cfg: MelConfig | None = None) -> None:
-        from scipy.signal import get_window  # noqa: PLC0415
-
         self.cfg = cfg = cfg or MelConfig()
         self.rate_hz = rate_hz
         self.win = round(cfg.win_s * rate_hz)
