@@ -45,7 +45,13 @@ from rt_fusion.core.perception.decoders import (
     decode,
 )
 from rt_fusion.core.perception.ego import EgoMotion, EgoParams
-from rt_fusion.core.perception.tracker import Detection, Track, Tracker, TrackerParams
+from rt_fusion.core.perception.tracker import (
+    Detection,
+    Track,
+    Tracker,
+    TrackerParams,
+    along_ray_cov,
+)
 from rt_fusion.core.sync import AlignedFrame
 
 # Our Object classes (rt_fusion_msgs/Object) and ARS408 Obj_Class (0 point, 1 car, 2 truck,
@@ -140,6 +146,13 @@ class FusionParams:
     camera_position_std_m: float = param(
         'position std of a camera detection at zero range', unit='m', default=0.3, low=0.01
     )
+    camera_birth_range_m: float = param(
+        'a camera detection farther than this updates tracks but does not start one (its depth '
+        'is too uncertain to place a new object: the radar starts far tracks)',
+        unit='m',
+        default=50.0,
+        low=0.0,
+    )
     camera_birth_score: float = param(
         'a camera detection below this score updates tracks but does not start one',
         default=0.5,
@@ -164,9 +177,17 @@ class FusionParams:
         'farther tracks are never the emergency vehicle', unit='m', default=120.0, low=1.0
     )
     camera_range_std: float = param(
-        "growth of a camera detection's position std with range (monocular depth)",
+        "growth of a camera detection's depth std (along its line of sight) with range "
+        '(monocular depth)',
         unit='m/m',
         default=0.03,
+        low=0.0,
+    )
+    camera_bearing_std: float = param(
+        "a camera detection's bearing std: its position std across the line of sight grows "
+        'with range by this much',
+        unit='rad',
+        default=0.005,
         low=0.0,
     )
     ego_speed_mps: float = param(
@@ -453,15 +474,20 @@ class FusionEngine:
             length, wid = DEFAULT_SIZE[cls]
             # A camera measures no velocity, but a post is known to stand still.
             still = 0.0 if cls == CLASS_STATIC else math.nan
+            # Monocular depth is uncertain along the line of sight, the bearing is not.
+            along = p.camera_position_std_m + p.camera_range_std * rng
+            across = p.camera_position_std_m + p.camera_bearing_std * rng
+            bearing = oyaw + math.atan2(y, x - p.camera_x)
             dets.append(
                 Detection(
                     ox + c * x - s * y,
                     oy + s * x + c * y,
                     still,
                     still,
-                    pos_std=p.camera_position_std_m + p.camera_range_std * rng,
+                    pos_std=along,
+                    cov_xy=along_ray_cov(bearing, along, across),
                     vel_std=0.5,
-                    can_birth=det.score >= p.camera_birth_score,
+                    can_birth=det.score >= p.camera_birth_score and rng <= p.camera_birth_range_m,
                     cls=cls,
                     cls_prob=det.score,
                     exist_prob=det.score,

@@ -198,10 +198,18 @@ def test_camera_detections_alone_make_tracks_at_their_place() -> None:
     )
     hw = (384, 640)
     # A car 30 m ahead 2 m left; a pedestrian at 12 m, 2 m right, whose score may update a
-    # track but not start one; a class the fusion does not know; a car beyond the camera range.
+    # track but not start one; a class the fusion does not know; a car beyond the camera range;
+    # a car at 65 m, within the camera range but beyond camera_birth_range_m (50 m): its depth
+    # is too uncertain to start a track, only the radar starts far ones.
     heads = _centernet_heads(
         engine,
-        [(0, 30.0, 2.0, 0.9), (1, 12.0, -2.0, 0.4), (2, 20.0, 0.0, 0.9), (0, 95.0, 0.0, 0.9)],
+        [
+            (0, 30.0, 2.0, 0.9),
+            (1, 12.0, -2.0, 0.4),
+            (2, 20.0, 0.0, 0.9),
+            (0, 95.0, 0.0, 0.9),
+            (0, 65.0, -8.0, 0.9),
+        ],
         hw,
     )
     al = _aligner(wait_for=())
@@ -216,7 +224,7 @@ def test_camera_detections_alone_make_tracks_at_their_place() -> None:
     assert car.object_class == CLASS_CAR and car.sources == 2  # the camera alone
     assert (car.x, car.y) == pytest.approx((30.0, 2.0), abs=1e-3)  # regressed depth, its ray
     assert car.camera_score == pytest.approx(0.9, abs=1e-3)
-    assert len(engine.camera_detections) == 4
+    assert len(engine.camera_detections) == 5
 
 
 def test_a_heard_siren_marks_the_vehicle_moving_fastest_relative_to_the_ego() -> None:

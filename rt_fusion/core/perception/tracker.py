@@ -98,6 +98,26 @@ class Detection:
     sensor_id: int = -1  # the sensor's own id, for diagnostics only (never the track's id)
     source: int = 1  # the sensor kind (rt_fusion_msgs/Object SOURCE_*: 1 radar, 2 camera)
     can_birth: bool = True  # may start a track when no track takes it
+    # Full position covariance (xx, xy, yy) [m²] when the error is not round (a camera's depth
+    # error lies along its line of sight); None: pos_std² in both axes.
+    cov_xy: tuple[float, float, float] | None = None
+
+    def position_cov(self) -> tuple[float, float, float]:
+        """(xx, xy, yy) of the position covariance [m²]."""
+        if self.cov_xy is not None:
+            return self.cov_xy
+        var = self.pos_std**2
+        return var, 0.0, var
+
+
+def along_ray_cov(
+    bearing: float, along_std: float, across_std: float
+) -> tuple[float, float, float]:
+    """(xx, xy, yy) of a position known to ``along_std`` along the direction ``bearing`` [rad]
+    (a monocular camera's depth) and to ``across_std`` across it (its bearing × range) [m²]."""
+    c, s = math.cos(bearing), math.sin(bearing)
+    a2, c2 = along_std**2, across_std**2
+    return a2 * c * c + c2 * s * s, (a2 - c2) * c * s, a2 * s * s + c2 * c * c
 
 
 @dataclasses.dataclass(slots=True)
@@ -177,7 +197,7 @@ class Tracker:
 
     def mahalanobis2(self, tracks: Sequence[Track], detections: Sequence[Detection]) -> F64:
         """(tracks, detections) squared Mahalanobis distances of the position innovations,
-        S = P_xy + σ_d² I, with the 2×2 inverse in closed form over the whole matrix."""
+        S = P_xy + R_xy, with the 2×2 inverse in closed form over the whole matrix."""
         if not tracks or not detections:
             return np.zeros((len(tracks), len(detections)))
         tx = np.array([t.x[:2] for t in tracks])
@@ -186,8 +206,8 @@ class Tracker:
         pc = np.array([t.P[1, 1] for t in tracks])[:, None]
         dx = np.array([d.x for d in detections])[None, :] - tx[:, :1]
         dy = np.array([d.y for d in detections])[None, :] - tx[:, 1:]
-        var = np.array([d.pos_std**2 for d in detections])[None, :]
-        a, b, c = pa + var, pb, pc + var
+        r = np.array([d.position_cov() for d in detections]).T[:, None, :]
+        a, b, c = pa + r[0], pb + r[1], pc + r[2]
         det = a * c - b * b
         d2: F64 = (c * dx * dx - 2.0 * b * dx * dy + a * dy * dy) / det
         return d2
@@ -205,7 +225,9 @@ class Tracker:
         has_v = math.isfinite(d.vx) and math.isfinite(d.vy)
         h = np.eye(4) if has_v else np.eye(4)[:2]
         z = np.array([d.x, d.y, d.vx, d.vy]) if has_v else np.array([d.x, d.y])
-        r = np.diag([d.pos_std**2] * 2 + ([d.vel_std**2] * 2 if has_v else []))
+        r = np.diag([0.0, 0.0] + ([d.vel_std**2] * 2 if has_v else []))
+        xx, xy, yy = d.position_cov()
+        r[:2, :2] = [[xx, xy], [xy, yy]]
         s = h @ t.P @ h.T + r
         k = np.linalg.solve(s, h @ t.P).T
         t.x = t.x + k @ (z - h @ t.x)
@@ -221,9 +243,10 @@ class Tracker:
         xs = np.array([t.x for t in tracks])
         z = np.array([[d.x, d.y, d.vx, d.vy] for d in dets])
         r = np.zeros_like(ps)
-        pos = np.array([d.pos_std**2 for d in dets])
+        pos = np.array([d.position_cov() for d in dets])
         vel = np.array([d.vel_std**2 for d in dets])
-        r[:, 0, 0] = r[:, 1, 1] = pos
+        r[:, 0, 0], r[:, 0, 1], r[:, 1, 1] = pos[:, 0], pos[:, 1], pos[:, 2]
+        r[:, 1, 0] = pos[:, 1]
         r[:, 2, 2] = r[:, 3, 3] = vel
         k = np.swapaxes(np.linalg.solve(ps + r, ps), 1, 2)  # (S⁻¹ P)ᵀ = P S⁻¹ (both symmetric)
         xs = xs + np.einsum('nij,nj->ni', k, z - xs)
@@ -249,7 +272,9 @@ class Tracker:
         has_v = math.isfinite(d.vx) and math.isfinite(d.vy)
         x = np.array([d.x, d.y, d.vx if has_v else 0.0, d.vy if has_v else 0.0])
         vstd = d.vel_std if has_v else self.p.initial_velocity_std
-        cov = np.diag([d.pos_std**2, d.pos_std**2, vstd**2, vstd**2])
+        cov = np.diag([0.0, 0.0, vstd**2, vstd**2])
+        xx, xy, yy = d.position_cov()
+        cov[:2, :2] = [[xx, xy], [xy, yy]]
         t = Track(
             self._next_id,
             x,

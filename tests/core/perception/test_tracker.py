@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from rt_fusion.core.perception.ego import EgoMotion, EgoParams
-from rt_fusion.core.perception.tracker import Detection, Tracker, TrackerParams
+from rt_fusion.core.perception.tracker import Detection, Tracker, TrackerParams, along_ray_cov
 
 S = 1_000_000_000  # ns per second
 
@@ -47,6 +47,29 @@ def test_gating_rejects_a_detection_beyond_the_mahalanobis_gate() -> None:
     far = tr.associate([Detection(12.2, 0.0, pos_std=0.5)])
     assert near == [(0, 0)] and far == []
     assert t.id == 1
+
+
+def test_a_camera_detection_is_uncertain_along_its_ray_and_gated_so() -> None:
+    # Along 45°: σ_along 3 m, σ_across 0.4 m. Rotating diag(9, 0.16) by 45°:
+    # xx = yy = (9 + 0.16) / 2 = 4.58, xy = (9 - 0.16) / 2 = 4.42.
+    xx, xy, yy = along_ray_cov(math.pi / 4, 3.0, 0.4)
+    assert (xx, xy, yy) == pytest.approx((4.58, 4.42, 4.58))
+    assert along_ray_cov(0.0, 3.0, 0.4) == pytest.approx((9.0, 0.0, 0.16))
+    tr = Tracker(TrackerParams(gate_chi2=9.0))
+    tr.step(0, [Detection(50.0, 0.0, pos_std=0.5)])  # a radar track, P = 0.25 m² per axis
+    ray = along_ray_cov(0.0, 3.0, 0.4)  # a camera looking along x
+    # 6 m short along the ray: d² = 36 / (0.25 + 9) = 3.9 <= 9 (the same object, its depth
+    # wrong); 1.5 m across it: d² = 2.25 / (0.25 + 0.16) = 5.5, 2 m: 4 / 0.41 = 9.8 > 9.
+    assert tr.associate([Detection(44.0, 0.0, cov_xy=ray)]) == [(0, 0)]
+    assert tr.associate([Detection(50.0, 1.5, cov_xy=ray)]) == [(0, 0)]
+    assert tr.associate([Detection(50.0, 2.0, cov_xy=ray)]) == []
+    # A round 3 m std would have taken the 2 m lateral offset too (4 / 9.25 = 0.43).
+    assert tr.associate([Detection(50.0, 2.0, pos_std=3.0)]) == [(0, 0)]
+    # The update keeps the radar's range and takes most of the camera's bearing.
+    tr.step(0, [Detection(44.0, 1.0, 0.0, 0.0, vel_std=1e3, cov_xy=ray)])
+    (t,) = tr.tracks
+    assert t.x[0] == pytest.approx(50.0 - 6.0 * 0.25 / 9.25)  # K = 0.25 / (0.25 + 9)
+    assert t.x[1] == pytest.approx(1.0 * 0.25 / 0.41)  # K = 0.25 / (0.25 + 0.16)
 
 
 def test_assignment_takes_the_least_total_distance() -> None:
