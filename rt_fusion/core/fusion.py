@@ -414,7 +414,9 @@ class FusionEngine:
         p = self.p
         rel = [self._radar_vehicle(o) for o in scan]
         if self.p.ego_speed_mps < 0.0 and rel:
-            self.radar_speed = self.motion.radar_speed(np.array([r[2] for r in rel]))
+            # A stationary return's relative forward velocity is -v + ω y (the ego's turn).
+            w0 = self.motion.pose.yaw_rate
+            self.radar_speed = self.motion.radar_speed(np.array([r[2] - w0 * r[1] for r in rel]))
         ox, oy, oyaw = self.motion.pose_at(scan_ns)
         c, s = math.cos(oyaw), math.sin(oyaw)
         v, w = self.motion.pose.v, self.motion.pose.yaw_rate

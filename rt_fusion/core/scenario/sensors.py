@@ -446,6 +446,9 @@ def radar_scan(
     ego = world.ego.at(t)
     c, s = math.cos(ego['yaw']), math.sin(ego['yaw'])
     ego_v = (c * ego['vx'] + s * ego['vy'], -s * ego['vx'] + c * ego['vy'])
+    t0, t1 = max(t - 0.005, 0.0), t + 0.005
+    e0, e1 = world.ego.at(t0), world.ego.at(t1)
+    yaw_rate = math.remainder(e1['yaw'] - e0['yaw'], math.tau) / (t1 - t0)
     out: list[dict[str, Any]] = []
     for a in world.actors:
         if seen is not None and not seen.get(a.id, False):
@@ -462,7 +465,12 @@ def radar_scan(
         r_m = rng_m + rng.normal(0, model.range_std)
         az_m = az + math.radians(rng.normal(0, model.azimuth_std_deg))
         vx_w, vy_w = st['vx'], st['vy']
-        vrel = (c * vx_w + s * vy_w - ego_v[0], -s * vx_w + c * vy_w - ego_v[1])
+        # Relative velocity as the sensor sees it: the rate of change of the object's position
+        # in the turning sensor frame, so the ego's rotation (ω × r about base_link) is in it.
+        vrel = (
+            c * vx_w + s * vy_w - ego_v[0] + yaw_rate * ey,
+            -s * vx_w + c * vy_w - ego_v[1] - yaw_rate * ex,
+        )
         out.append(
             {
                 'id': a.id,
@@ -487,8 +495,8 @@ def radar_scan(
                 'id': 200 + k,
                 'x': r_m * math.cos(az_m),
                 'y': r_m * math.sin(az_m),
-                'vx': -ego_v[0] + rng.normal(0, 0.5),
-                'vy': rng.normal(0, 0.5),
+                'vx': -ego_v[0] + yaw_rate * r_m * math.sin(az_m) + rng.normal(0, 0.5),
+                'vy': -yaw_rate * (RADAR_POS[0] + r_m * math.cos(az_m)) + rng.normal(0, 0.5),
                 'rcs': rng.normal(-10.0, 3.0),
                 'class': 0,
                 'length': 0.5,

@@ -98,6 +98,31 @@ def test_radar_noise_has_the_configured_statistics() -> None:
     assert fa / scans == pytest.approx(model.false_alarms, abs=0.1)
 
 
+def test_radar_velocities_are_relative_in_the_turning_sensor_frame() -> None:
+    # On a curve (0.01 1/m at 10 m/s: 0.1 rad/s) an object standing still at 50 m is seen by
+    # the radar to move sideways at -ω x = -5 m/s: the rate of change of its position in the
+    # turning frame, as a real sensor reports it. Adding the ego's own motion back (what the
+    # fusion does: gx = vx + v - ω y, gy = vy + ω x in base_link) gives zero over ground.
+    world = build_world(
+        {
+            'road': {'curvature': 0.01},
+            'ego': {'speed': 10.0},
+            'actors': [{'class': 'car', 'd': 0.0, 's': 50.0, 'speed': 0.0}],
+            'roadside': {'spacing': 0},
+        },
+        10.0,
+    )
+    model = sm.RadarModel(false_alarms=0.0, detect_prob=1.0)
+    rng = np.random.default_rng(2)
+    ground = []
+    for k in range(100):
+        (o,) = sm.radar_scan(model, world, 0.01 * k, rng)
+        x, y = o['true'][0] + sm.RADAR_POS[0], o['true'][1] + sm.RADAR_POS[1]
+        assert o['vy'] == pytest.approx(-0.1 * x, abs=0.5)
+        ground.append((o['vx'] + 10.0 - 0.1 * y, o['vy'] + 0.1 * x))
+    assert np.mean(ground, axis=0) == pytest.approx([0.0, 0.0], abs=0.05)
+
+
 def test_imu_integrates_back_to_the_ego_trajectory(tmp_path: Path) -> None:
     # stopped_car: a left curve (0.002 1/m) at 14 m/s, so heading and position both change.
     generate(_scenario('stopped_car'), 10.0, 5, tmp_path)
