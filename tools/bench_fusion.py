@@ -57,10 +57,10 @@ def scene(objects: int, scans: int, seed: int) -> list[list[Detection]]:
 def naive_associate(tracker: Tracker, dets: list[Detection]) -> int:
     """The comparison: a Python double loop computing each Mahalanobis distance alone."""
     n = 0
-    for t in tracker.tracks:
+    for x, cov in zip(tracker.x, tracker.P, strict=True):
         for d in dets:
-            diff = np.array([d.x - t.x[0], d.y - t.x[1]])
-            s = t.P[:2, :2] + d.pos_std**2 * np.eye(2)
+            diff = np.array([d.x - x[0], d.y - x[1]])
+            s = cov[:2, :2] + d.pos_std**2 * np.eye(2)
             n += float(diff @ np.linalg.inv(s) @ diff) < 13.8
     return n
 

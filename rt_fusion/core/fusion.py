@@ -47,7 +47,6 @@ from rt_fusion.core.perception.decoders import (
 from rt_fusion.core.perception.ego import EgoMotion, EgoParams
 from rt_fusion.core.perception.tracker import (
     Detection,
-    Track,
     Tracker,
     TrackerParams,
     along_ray_cov,
@@ -499,13 +498,14 @@ class FusionEngine:
                 )
             )
 
-        def covers(t: Track) -> bool:
-            dx, dy = t.x[0] - ox, t.x[1] - oy
+        def covers(xy: npt.NDArray[np.float64]) -> npt.NDArray[np.bool_]:
+            dx, dy = xy[:, 0] - ox, xy[:, 1] - oy
             x, y = c * dx + s * dy, -s * dx + c * dy
             depth = x - p.camera_x
-            if depth <= 1.0 or math.hypot(x, y) > p.camera_max_range_m:
-                return False
-            return bool(0.0 <= p.cx - p.fx * y / depth < width)
+            inside = (depth > 1.0) & (np.hypot(x, y) <= p.camera_max_range_m)
+            u = p.cx - p.fx * y / np.where(inside, depth, 1.0)
+            ok: npt.NDArray[np.bool_] = inside & (u >= 0.0) & (u < width)
+            return ok
 
         # Position-only detections need no ego speed to start a track (radar ones do).
         self.tracker.step(stamp_ns, dets, birth=True, covers=covers)
@@ -562,29 +562,39 @@ class FusionEngine:
             radar_dt = radar.dt_ns if radar is not None else 0
             e = self.ego
             c, s = math.cos(e.yaw), math.sin(e.yaw)
-            for t in self.tracker.confirmed():
-                st, cov = t.predicted(frame.stamp_ns, self.tracker.p.accel_std)
-                dx, dy = st[0] - e.x, st[1] - e.y
-                x, y = c * dx + s * dy, -s * dx + c * dy
-                vx, vy = c * st[2] + s * st[3], -s * st[2] + c * st[3]
-                cls = t.cls
+            tracks = self.tracker.confirmed_at(frame.stamp_ns)
+            st = tracks.x
+            dx, dy = st[:, 0] - e.x, st[:, 1] - e.y
+            xs, ys = c * dx + s * dy, -s * dx + c * dy
+            vxs, vys = c * st[:, 2] + s * st[:, 3], -s * st[:, 2] + c * st[:, 3]
+            pos_std = np.sqrt(np.maximum(tracks.P[:, 0, 0], tracks.P[:, 1, 1]))
+            vel_std = np.sqrt(np.maximum(tracks.P[:, 2, 2], tracks.P[:, 3, 3])).tolist()
+            existence = tracks.existence.tolist()
+            ages = ((frame.stamp_ns - tracks.born_ns) / 1e9).tolist()
+            cam_scores = tracks.scores[:, SOURCE_CAMERA]
+            for i, tid in enumerate(tracks.id.tolist()):
+                x, y, vx, vy = float(xs[i]), float(ys[i]), float(vxs[i]), float(vys[i])
+                cls = int(tracks.cls[i])
                 length, width = DEFAULT_SIZE.get(cls, (1.0, 1.0))
-                if math.isfinite(t.length) and t.length > 0:
-                    length = t.length
-                if math.isfinite(t.width) and t.width > 0:
-                    width = t.width
+                tl, tw = float(tracks.size[i, 0]), float(tracks.size[i, 1])
+                if math.isfinite(tl) and tl > 0:
+                    length = tl
+                if math.isfinite(tw) and tw > 0:
+                    width = tw
                 yaw = math.atan2(vy, vx) if math.hypot(vx, vy) > 1.0 else 0.0
                 if cams is not None:
-                    score = t.scores.get(SOURCE_CAMERA, math.nan)
-                    sources = t.sources
+                    score = float(cam_scores[i])
+                    sources = int(tracks.sources[i])
                 else:
                     score = self.camera_score(x, y, evidence, input_hw)
-                    sources = t.sources | (SOURCE_CAMERA if math.isfinite(score) else 0)
+                    sources = int(tracks.sources[i]) | (
+                        SOURCE_CAMERA if math.isfinite(score) else 0
+                    )
                 objects.append(
                     FusedObject(
-                        t.id,
+                        tid,
                         cls,
-                        t.cls_prob,
+                        float(tracks.cls_prob[i]),
                         x,
                         y,
                         yaw,
@@ -592,14 +602,11 @@ class FusionEngine:
                         width,
                         vx,
                         vy,
-                        math.sqrt(max(cov[0, 0], cov[1, 1])),
+                        float(pos_std[i]),
                         score,
                         sources,
                     )
                 )
-                vel_std.append(math.sqrt(max(cov[2, 2], cov[3, 3])))
-                existence.append(t.existence)
-                ages.append((frame.stamp_ns - t.born_ns) / 1e9)
         elif radar is not None:
             radar_dt = radar.dt_ns
             scan = self._scans.get(radar.scan_stamp_ns, [])

@@ -561,9 +561,9 @@ class FusionNode(node_utils.DeviceNode):
             'ego_speed_mps': round(self.engine.ego.v, 3),
             'ego_speed_std_mps': round(self.engine.ego.v_std, 3),
             'ego_speed_source': self.engine.ego.speed_source,
-            'tracks_confirmed': len(self.engine.tracker.confirmed()),
+            'tracks_confirmed': int(self.engine.tracker.is_confirmed.sum()),
             'camera_detections': len(self.engine.camera_detections),
-            'tracks_all': len(self.engine.tracker.tracks),
+            'tracks_all': len(self.engine.tracker),
             'emergency_track': ''
             if self.engine.emergency_id is None
             else self.engine.emergency_id,

@@ -5,7 +5,10 @@ Why constant velocity in plain numpy: the inputs are radar objects at 13.6 Hz wi
 velocity; over the 70 ms between scans a CV model's error is below the radar's own noise for
 vehicles and pedestrians, and a 4-state linear filter in numpy is a few µs per track. CTRV would
 need an unscented or extended filter for a yaw rate the radar does not measure. filterpy wraps
-the same equations (and is unmaintained since 2018); the update here is batched over all tracks.
+the same equations per filter object (and is unmaintained since 2018); here the tracks are rows of
+arrays (state, covariance, life cycle, votes), so one scan is a fixed number of array operations
+whatever the number of tracks: prediction, gating, the Kalman updates and the life cycle are
+batched, and only the assignment (``linear_sum_assignment``) and rare merges are not.
 
 Per scan (:meth:`Tracker.step`): every track is predicted to the scan time (process noise
 ``accel_std`` as a white-acceleration model, so coasting tracks' covariances grow); detections
@@ -38,6 +41,10 @@ from scipy.optimize import linear_sum_assignment
 from rt_fusion.core.params import param
 
 F64 = npt.NDArray[np.float64]
+I64 = npt.NDArray[np.int64]
+BOOL = npt.NDArray[np.bool_]
+MAX_CLASSES = 16  # class ids a detection may carry (votes are a column per class)
+MAX_SOURCES = 8  # sensor kinds (Detection.source values below this)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,26 +127,89 @@ def along_ray_cov(
     return a2 * c * c + c2 * s * s, (a2 - c2) * c * s, a2 * s * s + c2 * c * c
 
 
-@dataclasses.dataclass(slots=True)
+@dataclasses.dataclass(frozen=True)
+class Detections:
+    """A scan's detections as arrays (what :meth:`Tracker.step` works on); :meth:`of` builds
+    them from :class:`Detection` objects."""
+
+    xy: F64  # (m, 2) position [m]
+    v: F64  # (m, 2) over-ground velocity [m/s], NaN: not measured
+    pos_cov: F64  # (m, 3) position covariance xx, xy, yy [m²]
+    vel_var: F64  # (m,) velocity variance per axis [m²/s²]
+    cls: I64  # (m,)
+    cls_prob: F64  # (m,)
+    exist_prob: F64  # (m,)
+    size: F64  # (m, 2) length, width [m] (NaN: unknown)
+    source: I64  # (m,)
+    can_birth: BOOL  # (m,)
+
+    @classmethod
+    def of(cls, detections: Sequence[Detection]) -> Detections:
+        """Arrays of a list of detections."""
+        rows = np.array(
+            [
+                (
+                    d.x,
+                    d.y,
+                    d.vx,
+                    d.vy,
+                    *d.position_cov(),
+                    d.vel_std**2,
+                    d.cls,
+                    d.cls_prob,
+                    d.exist_prob,
+                    d.length,
+                    d.width,
+                    d.source,
+                    d.can_birth,
+                )
+                for d in detections
+            ],
+            dtype=np.float64,
+        ).reshape(-1, 15)
+        kinds = rows[:, 13].astype(np.int64)
+        classes = rows[:, 8].astype(np.int64)
+        if np.any((classes < 0) | (classes >= MAX_CLASSES)):
+            raise ValueError(f'detection classes must lie in [0, {MAX_CLASSES})')
+        if np.any((kinds < 0) | (kinds >= MAX_SOURCES)):
+            raise ValueError(f'detection sources must lie in [0, {MAX_SOURCES})')
+        return cls(
+            rows[:, 0:2],
+            rows[:, 2:4],
+            rows[:, 4:7],
+            rows[:, 7],
+            classes,
+            rows[:, 9],
+            rows[:, 10],
+            rows[:, 11:13],
+            kinds,
+            rows[:, 14] != 0.0,
+        )
+
+    def __len__(self) -> int:
+        return len(self.xy)
+
+
+@dataclasses.dataclass
 class Track:
-    """A tracked object: state (x, y, vx, vy) in odom and its covariance."""
+    """One tracked object as read from the tracker (a copy: changing it changes no track)."""
 
     id: int
-    x: F64  # (4,)
+    x: F64  # (4,) x, y [m], vx, vy [m/s] in odom
     P: F64  # (4, 4)
     stamp_ns: int
-    hits: int = 1
-    scans: int = 1
-    misses: int = 0
-    confirmed: bool = False
-    existence: float = 0.5
-    votes: dict[int, float] = dataclasses.field(default_factory=dict)
-    length: float = math.nan
-    width: float = math.nan
-    born_ns: int = 0
-    last_hit_ns: int = 0
-    sources: int = 0  # sensor kinds that have detected it (bits of Detection.source)
-    scores: dict[int, float] = dataclasses.field(default_factory=dict)  # source -> last score
+    hits: int
+    scans: int
+    misses: int
+    confirmed: bool
+    existence: float
+    votes: dict[int, float]
+    length: float
+    width: float
+    born_ns: int
+    last_hit_ns: int
+    sources: int  # sensor kinds that have detected it (bits of Detection.source)
+    scores: dict[int, float]  # source -> its last detection's existence probability
 
     @property
     def cls(self) -> int:
@@ -153,10 +223,25 @@ class Track:
         return self.votes[self.cls] / total if total > 0 else 0.0
 
     def predicted(self, stamp_ns: int, accel_std: float) -> tuple[F64, F64]:
-        """State and covariance at ``stamp_ns`` without changing the track."""
-        dt = (stamp_ns - self.stamp_ns) / 1e9
-        f, q = _fq(dt, accel_std)
+        """State and covariance at ``stamp_ns``."""
+        f, q = _fq((stamp_ns - self.stamp_ns) / 1e9, accel_std)
         return f @ self.x, f @ self.P @ f.T + q
+
+
+@dataclasses.dataclass(frozen=True)
+class TrackArrays:
+    """The confirmed tracks at one time, as arrays (what the fusion publishes)."""
+
+    id: I64  # (n,)
+    x: F64  # (n, 4) predicted to the time asked for
+    P: F64  # (n, 4, 4)
+    cls: I64  # (n,) the vote's winner
+    cls_prob: F64  # (n,) its share of the votes
+    existence: F64  # (n,)
+    size: F64  # (n, 2) length, width (NaN: unknown)
+    born_ns: I64  # (n,)
+    sources: I64  # (n,)
+    scores: F64  # (n, MAX_SOURCES) last existence probability per source (NaN: none)
 
 
 @functools.lru_cache(maxsize=64)
@@ -170,213 +255,323 @@ def _fq(dt: float, accel_std: float) -> tuple[F64, F64]:
     return f, q
 
 
+def _predict(x: F64, cov: F64, dt: F64, accel_std: float) -> tuple[F64, F64]:
+    """Constant-velocity prediction of many tracks, each by its own ``dt`` [s]."""
+    dt = dt[:, None]
+    x = x.copy()
+    x[:, :2] += dt * x[:, 2:]
+    # F P Fᵀ with F = [[I, dt I], [0, I]], by blocks (A pos, B cross, C vel).
+    a, b, c = cov[:, :2, :2], cov[:, :2, 2:], cov[:, 2:, 2:]
+    d3 = dt[:, :, None]
+    b2 = b + d3 * c
+    a2 = a + d3 * (b + np.swapaxes(b, 1, 2)) + d3 * d3 * c
+    q = accel_std**2
+    eye = np.eye(2)
+    out = np.empty_like(cov)
+    out[:, :2, :2] = a2 + q * (d3**4 / 4) * eye
+    out[:, :2, 2:] = b2 + q * (d3**3 / 2) * eye
+    out[:, 2:, :2] = np.swapaxes(out[:, :2, 2:], 1, 2)
+    out[:, 2:, 2:] = c + q * (d3**2) * eye
+    return x, out
+
+
 class Tracker:
-    """See the module docstring."""
+    """See the module docstring. Tracks are rows of the arrays below, in birth order."""
 
     def __init__(self, params: TrackerParams | None = None) -> None:
         self.p = params or TrackerParams()
-        self.tracks: list[Track] = []
         self._next_id = 1
         self.stamp_ns = 0
         self.births = 0
         self.deaths = 0
+        self.ids = np.zeros(0, np.int64)
+        self.x = np.zeros((0, 4))
+        self.P = np.zeros((0, 4, 4))
+        self.stamps = np.zeros(0, np.int64)
+        self.hits = np.zeros(0, np.int64)
+        self.scans = np.zeros(0, np.int64)
+        self.misses = np.zeros(0, np.int64)
+        self.is_confirmed = np.zeros(0, bool)
+        self.existence = np.zeros(0)
+        self.votes = np.zeros((0, MAX_CLASSES))
+        self.size = np.zeros((0, 2))
+        self.born = np.zeros(0, np.int64)
+        self.last_hit = np.zeros(0, np.int64)
+        self.sources = np.zeros(0, np.int64)
+        self.scores = np.zeros((0, MAX_SOURCES))
 
-    def predict(self, stamp_ns: int) -> None:
-        """Moves every track to ``stamp_ns`` (batched per common time step)."""
-        groups: dict[int, list[Track]] = {}
-        for t in self.tracks:
-            if stamp_ns > t.stamp_ns:
-                groups.setdefault(stamp_ns - t.stamp_ns, []).append(t)
-        for dt_ns, tracks in groups.items():
-            f, q = _fq(dt_ns / 1e9, self.p.accel_std)
-            xs = np.array([t.x for t in tracks]) @ f.T
-            ps = f @ np.array([t.P for t in tracks]) @ f.T + q
-            for t, x, cov in zip(tracks, xs, ps, strict=True):
-                t.x, t.P, t.stamp_ns = x, cov, stamp_ns
-        self.stamp_ns = max(self.stamp_ns, stamp_ns)
+    _ROWS = (
+        'ids', 'x', 'P', 'stamps', 'hits', 'scans', 'misses', 'is_confirmed', 'existence',
+        'votes', 'size', 'born', 'last_hit', 'sources', 'scores',
+    )  # fmt: skip
 
-    def mahalanobis2(self, tracks: Sequence[Track], detections: Sequence[Detection]) -> F64:
-        """(tracks, detections) squared Mahalanobis distances of the position innovations,
-        S = P_xy + R_xy, with the 2×2 inverse in closed form over the whole matrix."""
-        if not tracks or not detections:
-            return np.zeros((len(tracks), len(detections)))
-        tx = np.array([t.x[:2] for t in tracks])
-        pa = np.array([t.P[0, 0] for t in tracks])[:, None]
-        pb = np.array([t.P[0, 1] for t in tracks])[:, None]
-        pc = np.array([t.P[1, 1] for t in tracks])[:, None]
-        dx = np.array([d.x for d in detections])[None, :] - tx[:, :1]
-        dy = np.array([d.y for d in detections])[None, :] - tx[:, 1:]
-        r = np.array([d.position_cov() for d in detections]).T[:, None, :]
-        a, b, c = pa + r[0], pb + r[1], pc + r[2]
-        det = a * c - b * b
-        d2: F64 = (c * dx * dx - 2.0 * b * dx * dy + a * dy * dy) / det
-        return d2
+    def __len__(self) -> int:
+        return len(self.ids)
 
-    def associate(self, detections: Sequence[Detection]) -> list[tuple[int, int]]:
-        """(track index, detection index) pairs within the gate, by least total distance."""
-        if not self.tracks or not detections:
-            return []
-        cost = self.mahalanobis2(self.tracks, detections)
-        gated = np.where(cost <= self.p.gate_chi2, cost, 1e9)
-        rows, cols = linear_sum_assignment(gated)
-        return [(int(r), int(c)) for r, c in zip(rows, cols, strict=True) if gated[r, c] < 1e9]
+    def _keep(self, keep: BOOL) -> None:
+        for name in self._ROWS:
+            setattr(self, name, getattr(self, name)[keep])
 
-    def _update(self, t: Track, d: Detection) -> None:
-        has_v = math.isfinite(d.vx) and math.isfinite(d.vy)
-        h = np.eye(4) if has_v else np.eye(4)[:2]
-        z = np.array([d.x, d.y, d.vx, d.vy]) if has_v else np.array([d.x, d.y])
-        r = np.diag([0.0, 0.0] + ([d.vel_std**2] * 2 if has_v else []))
-        xx, xy, yy = d.position_cov()
-        r[:2, :2] = [[xx, xy], [xy, yy]]
-        s = h @ t.P @ h.T + r
-        k = np.linalg.solve(s, h @ t.P).T
-        t.x = t.x + k @ (z - h @ t.x)
-        t.P = (np.eye(4) - k @ h) @ t.P
-        t.P = 0.5 * (t.P + t.P.T)
-        self._bookkeep(t, d)
+    def track(self, i: int) -> Track:
+        """Row ``i`` as a :class:`Track`."""
+        votes = {int(k): float(self.votes[i, k]) for k in np.flatnonzero(self.votes[i])}
+        scores = {
+            int(k): float(self.scores[i, k]) for k in np.flatnonzero(np.isfinite(self.scores[i]))
+        }
+        return Track(
+            int(self.ids[i]),
+            self.x[i].copy(),
+            self.P[i].copy(),
+            int(self.stamps[i]),
+            int(self.hits[i]),
+            int(self.scans[i]),
+            int(self.misses[i]),
+            bool(self.is_confirmed[i]),
+            float(self.existence[i]),
+            votes,
+            float(self.size[i, 0]),
+            float(self.size[i, 1]),
+            int(self.born[i]),
+            int(self.last_hit[i]),
+            int(self.sources[i]),
+            scores,
+        )
 
-    def _update_batch(self, tracks: list[Track], dets: list[Detection]) -> None:
-        """Position + velocity updates of many tracks at once (H = I): K = P (P + R)⁻¹."""
-        if not tracks:
-            return
-        ps = np.array([t.P for t in tracks])
-        xs = np.array([t.x for t in tracks])
-        z = np.array([[d.x, d.y, d.vx, d.vy] for d in dets])
-        r = np.zeros_like(ps)
-        pos = np.array([d.position_cov() for d in dets])
-        vel = np.array([d.vel_std**2 for d in dets])
-        r[:, 0, 0], r[:, 0, 1], r[:, 1, 1] = pos[:, 0], pos[:, 1], pos[:, 2]
-        r[:, 1, 0] = pos[:, 1]
-        r[:, 2, 2] = r[:, 3, 3] = vel
-        k = np.swapaxes(np.linalg.solve(ps + r, ps), 1, 2)  # (S⁻¹ P)ᵀ = P S⁻¹ (both symmetric)
-        xs = xs + np.einsum('nij,nj->ni', k, z - xs)
-        ps = ps - k @ ps
-        ps = 0.5 * (ps + np.swapaxes(ps, 1, 2))
-        for t, d, x, cov in zip(tracks, dets, xs, ps, strict=True):
-            t.x, t.P = x, cov
-            self._bookkeep(t, d)
+    @property
+    def tracks(self) -> list[Track]:
+        """Every track, tentative ones included (copies)."""
+        return [self.track(i) for i in range(len(self))]
 
-    def _bookkeep(self, t: Track, d: Detection) -> None:
-        t.hits += 1
-        t.misses = 0
-        t.sources |= d.source
-        t.scores[d.source] = d.exist_prob
-        t.votes[d.cls] = t.votes.get(d.cls, 0.0) + d.cls_prob
-        t.existence = 0.7 * t.existence + 0.3 * (0.5 + 0.5 * d.exist_prob)
-        if math.isfinite(d.length) and d.length > 0:
-            t.length = d.length
-        if math.isfinite(d.width) and d.width > 0:
-            t.width = d.width
+    def confirmed(self) -> list[Track]:
+        """The tracks a planner should see (copies)."""
+        return [self.track(int(i)) for i in np.flatnonzero(self.is_confirmed)]
 
-    def _birth(self, d: Detection, stamp_ns: int) -> Track:
-        has_v = math.isfinite(d.vx) and math.isfinite(d.vy)
-        x = np.array([d.x, d.y, d.vx if has_v else 0.0, d.vy if has_v else 0.0])
-        vstd = d.vel_std if has_v else self.p.initial_velocity_std
-        cov = np.diag([0.0, 0.0, vstd**2, vstd**2])
-        xx, xy, yy = d.position_cov()
-        cov[:2, :2] = [[xx, xy], [xy, yy]]
-        t = Track(
-            self._next_id,
+    def confirmed_at(self, stamp_ns: int) -> TrackArrays:
+        """The confirmed tracks predicted to ``stamp_ns``, as arrays."""
+        rows = np.flatnonzero(self.is_confirmed)
+        dt = np.maximum(stamp_ns - self.stamps[rows], 0) / 1e9
+        x, cov = _predict(self.x[rows], self.P[rows], dt, self.p.accel_std)
+        votes = self.votes[rows]
+        cls = np.argmax(votes, axis=1)
+        total = votes.sum(axis=1)
+        share = np.divide(
+            votes[np.arange(len(rows)), cls], total, out=np.zeros(len(rows)), where=total > 0
+        )
+        return TrackArrays(
+            self.ids[rows],
             x,
             cov,
-            stamp_ns,
-            born_ns=stamp_ns,
-            last_hit_ns=stamp_ns,
-            length=d.length,
-            width=d.width,
+            cls,
+            share,
+            self.existence[rows],
+            self.size[rows],
+            self.born[rows],
+            self.sources[rows],
+            self.scores[rows],
         )
-        t.votes[d.cls] = d.cls_prob
-        t.sources = d.source
-        t.scores[d.source] = d.exist_prob
-        t.existence = 0.5 * d.exist_prob
-        self._next_id += 1
-        self.births += 1
-        return t
+
+    def predict(self, stamp_ns: int) -> None:
+        """Moves every track older than ``stamp_ns`` to it."""
+        if len(self):
+            dt = np.maximum(stamp_ns - self.stamps, 0) / 1e9
+            self.x, self.P = _predict(self.x, self.P, dt, self.p.accel_std)
+            self.stamps = np.maximum(self.stamps, stamp_ns)
+        self.stamp_ns = max(self.stamp_ns, stamp_ns)
+
+    def _mahalanobis2(self, rows: I64 | slice, d: Detections) -> F64:
+        """(tracks, detections) squared Mahalanobis distances of the position innovations,
+        S = P_xy + R_xy, with the 2×2 inverse in closed form over the whole matrix."""
+        tx, cov = self.x[rows], self.P[rows]
+        dx = d.xy[None, :, 0] - tx[:, 0:1]
+        dy = d.xy[None, :, 1] - tx[:, 1:2]
+        a = cov[:, 0, 0:1] + d.pos_cov[None, :, 0]
+        b = cov[:, 0, 1:2] + d.pos_cov[None, :, 1]
+        c = cov[:, 1, 1:2] + d.pos_cov[None, :, 2]
+        d2: F64 = (c * dx * dx - 2.0 * b * dx * dy + a * dy * dy) / (a * c - b * b)
+        return d2
+
+    def mahalanobis2(self, detections: Sequence[Detection] | Detections) -> F64:
+        """(tracks, detections) squared Mahalanobis distances of the position innovations."""
+        d = detections if isinstance(detections, Detections) else Detections.of(detections)
+        if not len(self) or not len(d):
+            return np.zeros((len(self), len(d)))
+        return self._mahalanobis2(slice(None), d)
+
+    def _associate(self, d: Detections) -> tuple[I64, I64]:
+        if not len(self) or not len(d):
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        cost = self._mahalanobis2(slice(None), d)
+        gated = np.where(cost <= self.p.gate_chi2, cost, 1e9)
+        rows, cols = linear_sum_assignment(gated)
+        ok = gated[rows, cols] < 1e9
+        return rows[ok].astype(np.int64), cols[ok].astype(np.int64)
+
+    def associate(self, detections: Sequence[Detection] | Detections) -> list[tuple[int, int]]:
+        """(track index, detection index) pairs within the gate, by least total distance."""
+        d = detections if isinstance(detections, Detections) else Detections.of(detections)
+        rows, cols = self._associate(d)
+        return [(int(r), int(c)) for r, c in zip(rows, cols, strict=True)]
+
+    def _update(self, rows: I64, cols: I64, d: Detections) -> None:
+        """Kalman updates of the tracks ``rows`` with the detections ``cols``: position and
+        velocity (H = I) where the detection has a velocity, position only (H = [I 0]) where
+        not, both batched."""
+        full = np.isfinite(d.v[cols]).all(axis=1)
+        pc = d.pos_cov[cols]
+        r2 = np.empty((len(cols), 2, 2))
+        r2[:, 0, 0], r2[:, 0, 1], r2[:, 1, 0], r2[:, 1, 1] = pc[:, 0], pc[:, 1], pc[:, 1], pc[:, 2]
+        if full.any():
+            tr, dc = rows[full], cols[full]
+            ps, xs = self.P[tr], self.x[tr]
+            r = np.zeros_like(ps)
+            r[:, :2, :2] = r2[full]
+            r[:, 2, 2] = r[:, 3, 3] = d.vel_var[dc]
+            z = np.concatenate((d.xy[dc], d.v[dc]), axis=1)
+            k = np.swapaxes(np.linalg.solve(ps + r, ps), 1, 2)  # (S⁻¹ P)ᵀ = P S⁻¹
+            self.x[tr] = xs + np.einsum('nij,nj->ni', k, z - xs)
+            ps = ps - k @ ps
+            self.P[tr] = 0.5 * (ps + np.swapaxes(ps, 1, 2))
+        part = ~full
+        if part.any():
+            tr, dc = rows[part], cols[part]
+            ps, xs = self.P[tr], self.x[tr]
+            s = ps[:, :2, :2] + r2[part]
+            k = np.swapaxes(np.linalg.solve(s, ps[:, :2, :]), 1, 2)  # (4, 2): P Hᵀ S⁻¹
+            self.x[tr] = xs + np.einsum('nij,nj->ni', k, d.xy[dc] - xs[:, :2])
+            ps = ps - k @ ps[:, :2, :]
+            self.P[tr] = 0.5 * (ps + np.swapaxes(ps, 1, 2))
+        # Bookkeeping (each track takes at most one detection: the indices are unique).
+        self.hits[rows] += 1
+        self.misses[rows] = 0
+        self.sources[rows] |= d.source[cols]
+        self.scores[rows, d.source[cols]] = d.exist_prob[cols]
+        self.votes[rows, d.cls[cols]] += d.cls_prob[cols]
+        self.existence[rows] = 0.7 * self.existence[rows] + 0.3 * (0.5 + 0.5 * d.exist_prob[cols])
+        size = d.size[cols]
+        known = np.isfinite(size) & (size > 0)
+        self.size[rows] = np.where(known, size, self.size[rows])
 
     def step(
         self,
         stamp_ns: int,
-        detections: Sequence[Detection],
+        detections: Sequence[Detection] | Detections,
         birth: bool = True,
-        covers: Callable[[Track], bool] | None = None,
+        covers: Callable[[F64], BOOL] | None = None,
     ) -> None:
         """One scan: predict, associate, update, confirm, delete, merge, birth (``birth``:
         whether unassigned detections may start tracks; not while the ego speed is unknown;
-        ``covers``: whether the sensor could have seen a track, None: all of them)."""
+        ``covers``: which tracks the sensor could have seen, given their (n, 2) positions in
+        odom; None: all of them)."""
+        d = detections if isinstance(detections, Detections) else Detections.of(detections)
         self.predict(stamp_ns)
-        pairs = self.associate(detections)
-        taken_t = {i for i, _ in pairs}
-        taken_d = {j for _, j in pairs}
-        full = [(i, j) for i, j in pairs if math.isfinite(detections[j].vx + detections[j].vy)]
-        self._update_batch([self.tracks[i] for i, _ in full], [detections[j] for _, j in full])
-        for i, j in pairs:
-            if (i, j) not in full:
-                self._update(self.tracks[i], detections[j])
+        rows, cols = self._associate(d)
+        if len(rows):
+            self._update(rows, cols, d)
         p = self.p
-        keep = []
-        window_ns = round(p.confirm_window_s * 1e9)
-        coast_ns = round(p.max_coast_s * 1e9)
-        for i, t in enumerate(self.tracks):
-            if i in taken_t:
-                t.scans += 1
-                t.last_hit_ns = stamp_ns
-            elif covers is None or covers(t):
-                t.scans += 1
-                t.misses += 1
-                t.existence *= 0.8
-            young = stamp_ns - t.born_ns <= window_ns
-            if not t.confirmed and t.hits >= p.confirm_hits and young:
-                t.confirmed = True
-            pos_std = math.sqrt(max(t.P[0, 0], t.P[1, 1]))
+        n = len(self)
+        if n:
+            hit = np.zeros(n, bool)
+            hit[rows] = True
+            covered = np.ones(n, bool) if covers is None else np.asarray(covers(self.x[:, :2]))
+            missed = covered & ~hit
+            self.scans += hit | covered
+            self.misses += missed
+            self.existence[missed] *= 0.8
+            self.last_hit[hit] = stamp_ns
+            young = stamp_ns - self.born <= round(p.confirm_window_s * 1e9)
+            self.is_confirmed |= (self.hits >= p.confirm_hits) & young
+            pos_var = np.maximum(self.P[:, 0, 0], self.P[:, 1, 1])
             dead = (
-                (not t.confirmed and not young)
-                or (t.confirmed and stamp_ns - t.last_hit_ns > coast_ns)
-                or pos_std > p.max_position_std
+                (~self.is_confirmed & ~young)
+                | (self.is_confirmed & (stamp_ns - self.last_hit > round(p.max_coast_s * 1e9)))
+                | (pos_var > p.max_position_std**2)
             )
-            if dead:
-                self.deaths += 1
-            else:
-                keep.append(t)
-        self.tracks = self._merge(keep)
-        if not birth:
+            if dead.any():
+                self.deaths += int(dead.sum())
+                self._keep(~dead)
+            self._merge()
+        if not birth or not len(d):
             return
-        existing = list(self.tracks)
-        free = [d for j, d in enumerate(detections) if j not in taken_d and d.can_birth]
-        if not free:
+        free = np.ones(len(d), bool)
+        free[cols] = False
+        free &= d.can_birth
+        if not free.any():
             return
-        # A free detection inside an existing track's gate is a second return of a tracked
-        # object (a truck's cab and rear), not a new one.
-        near: list[bool] = (
-            np.any(self.mahalanobis2(existing, free) <= self.p.gate_chi2, axis=0).tolist()
-            if existing
-            else [False] * len(free)
-        )
-        for d, inside in zip(free, near, strict=True):
-            if not inside:
-                self.tracks.append(self._birth(d, stamp_ns))
+        idx = np.flatnonzero(free)
+        if len(self):
+            # A free detection inside an existing track's gate is a second return of a tracked
+            # object (a truck's cab and rear), not a new one.
+            sub = Detections(*(getattr(d, f.name)[idx] for f in dataclasses.fields(Detections)))
+            idx = idx[~np.any(self._mahalanobis2(slice(None), sub) <= p.gate_chi2, axis=0)]
+        if len(idx):
+            self._birth(d, idx, stamp_ns)
 
-    def _merge(self, tracks: list[Track]) -> list[Track]:
+    def _birth(self, d: Detections, idx: I64, stamp_ns: int) -> None:
+        m = len(idx)
+        v = d.v[idx]
+        has_v = np.all(np.isfinite(v), axis=1, keepdims=True)
+        x = np.concatenate((d.xy[idx], np.where(has_v, v, 0.0)), axis=1)
+        cov = np.zeros((m, 4, 4))
+        pc = d.pos_cov[idx]
+        cov[:, 0, 0], cov[:, 0, 1], cov[:, 1, 0], cov[:, 1, 1] = (
+            pc[:, 0],
+            pc[:, 1],
+            pc[:, 1],
+            pc[:, 2],
+        )
+        vvar = np.where(has_v[:, 0], d.vel_var[idx], self.p.initial_velocity_std**2)
+        cov[:, 2, 2] = cov[:, 3, 3] = vvar
+        votes = np.zeros((m, MAX_CLASSES))
+        votes[np.arange(m), d.cls[idx]] = d.cls_prob[idx]
+        scores = np.full((m, MAX_SOURCES), np.nan)
+        scores[np.arange(m), d.source[idx]] = d.exist_prob[idx]
+        stamp = np.full(m, stamp_ns, np.int64)
+        new = {
+            'ids': np.arange(self._next_id, self._next_id + m, dtype=np.int64),
+            'x': x,
+            'P': cov,
+            'stamps': stamp,
+            'hits': np.ones(m, np.int64),
+            'scans': np.ones(m, np.int64),
+            'misses': np.zeros(m, np.int64),
+            'is_confirmed': np.zeros(m, bool),
+            'existence': 0.5 * d.exist_prob[idx],
+            'votes': votes,
+            'size': d.size[idx],
+            'born': stamp,
+            'last_hit': stamp.copy(),
+            'sources': d.source[idx].copy(),
+            'scores': scores,
+        }
+        for name, rows in new.items():
+            setattr(self, name, np.concatenate((getattr(self, name), rows)))
+        self._next_id += m
+        self.births += m
+
+    def _merge(self) -> None:
         """Drops the younger of two confirmed tracks on one object."""
-        conf = sorted((t for t in tracks if t.confirmed), key=lambda t: t.born_ns)
+        conf = np.flatnonzero(self.is_confirmed)  # rows are in birth order
         if len(conf) < 2:
-            return tracks
-        x = np.array([t.x for t in conf])
-        pos = np.linalg.norm(x[:, None, :2] - x[None, :, :2], axis=2)
-        vel = np.linalg.norm(x[:, None, 2:] - x[None, :, 2:], axis=2)
-        same = np.triu((pos < self.p.merge_distance_m) & (vel < 2.0), k=1)
+            return
+        x = self.x[conf].T
+        d2 = (x[0, :, None] - x[0]) ** 2 + (x[1, :, None] - x[1]) ** 2
+        close = d2 < self.p.merge_distance_m**2
+        if np.count_nonzero(close) == len(conf):  # only the diagonal
+            return
+        v2 = (x[2, :, None] - x[2]) ** 2 + (x[3, :, None] - x[3]) ** 2
+        same = np.triu(close & (v2 < 4.0), k=1)
+        if not same.any():
+            return
         dropped: set[int] = set()
         for i, j in zip(*np.nonzero(same), strict=True):
-            if conf[i].id not in dropped and conf[j].id not in dropped:
-                dropped.add(conf[j].id)  # the younger (sorted by birth)
-                self.deaths += 1
-        return [t for t in tracks if t.id not in dropped]
+            if i not in dropped and j not in dropped:
+                dropped.add(int(j))  # the younger (later row)
+        keep = np.ones(len(self), bool)
+        keep[conf[sorted(dropped)]] = False
+        self.deaths += len(dropped)
+        self._keep(keep)
 
     def coast(self) -> None:
         """A scan that could not be used (the radar is missing): every track misses."""
-        for t in self.tracks:
-            t.misses += 1
-            t.scans += 1
-
-    def confirmed(self) -> list[Track]:
-        """The tracks a planner should see."""
-        return [t for t in self.tracks if t.confirmed]
+        self.misses += 1
+        self.scans += 1

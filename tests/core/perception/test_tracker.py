@@ -165,7 +165,7 @@ def test_two_confirmed_tracks_on_one_object_merge_into_the_older() -> None:
     for k in range(3):  # two tracks 3 m apart, both confirmed
         tr.step(k * S // 10, [Detection(20.0, 0.0, 0.0, 0.0), Detection(20.0, 3.0, 0.0, 0.0)])
     assert [t.id for t in tr.confirmed()] == [1, 2]
-    tr.tracks[1].x[:2] = (20.0, 1.0)  # drifted onto the first
+    tr.x[1, :2] = (20.0, 1.0)  # drifted onto the first
     tr.step(3 * S // 10, [Detection(20.0, 0.0, 0.0, 0.0)])
     assert [t.id for t in tr.confirmed()] == [1]
 
@@ -175,14 +175,21 @@ def test_a_sensor_that_cannot_see_a_track_does_not_wear_it_down() -> None:
     for k in range(3):  # radar at 0.1 s: confirmed
         tr.step(k * S // 10, [Detection(60.0, 0.0, 0.0, 0.0)])
     (t,) = tr.confirmed()
+
+    def nowhere(xy: np.ndarray) -> np.ndarray:
+        return np.zeros(len(xy), bool)
+
+    def everywhere(xy: np.ndarray) -> np.ndarray:
+        return np.ones(len(xy), bool)
+
     # Camera frames at 30 Hz that do not cover the track (beyond its range): no misses.
     for k in range(1, 6):
-        tr.step(S // 5 + k * S // 30, [], covers=lambda _t: False)
-    assert t.misses == 0 and tr.confirmed() == [t]
+        tr.step(S // 5 + k * S // 30, [], covers=nowhere)
+    assert tr.track(0).misses == 0 and [c.id for c in tr.confirmed()] == [t.id]
     # Covered frames count misses; the time without any detection deletes it.
-    tr.step(S // 5 + 7 * S // 30, [], covers=lambda _t: True)
-    assert t.misses == 1 and tr.confirmed() == [t]
-    tr.step(S // 2, [], covers=lambda _t: True)  # 0.3 s since the last hit
+    tr.step(S // 5 + 7 * S // 30, [], covers=everywhere)
+    assert tr.track(0).misses == 1 and [c.id for c in tr.confirmed()] == [t.id]
+    tr.step(S // 2, [], covers=everywhere)  # 0.3 s since the last hit
     assert tr.confirmed() == []
 
 
