@@ -18,7 +18,10 @@ assigned with :func:`scipy.optimize.linear_sum_assignment`; matched tracks are u
 position and velocity (or position only: a camera detection). A detection nobody takes starts a
 tentative track; a tentative track is confirmed after ``confirm_hits`` hits within
 ``confirm_window_s`` of its birth and deleted otherwise; a confirmed track is deleted when no
-sensor has detected it for ``max_coast_s`` or when its position std exceeds ``max_position_std``.
+detection able to start a track has hit it for ``max_coast_s`` or when its position std exceeds
+``max_position_std``. Detections that may not start tracks (``can_birth`` false: a camera's far or
+weak detections, whose depth cannot place an object) update a track but do not keep it alive: a
+track the radar lost at 70 m is not carried on by camera bearings alone, drifting in depth.
 Life cycles count time, not scans, because sensors at different rates feed one tracker (radar at
 13.6 Hz, camera at 30 Hz): a step only counts as a miss for the tracks the stepping sensor covers
 (``covers``: its field of view and range), so an object beyond the camera's reach is not worn
@@ -65,8 +68,8 @@ class TrackerParams:
         low=0.0,
     )
     max_coast_s: float = param(
-        'a confirmed track that no sensor detected for longer than this is deleted (3 radar '
-        'cycles survive, 4 do not)',
+        'a confirmed track that no detection able to start a track hit for longer than this is '
+        'deleted (3 radar cycles survive, 4 do not; far camera detections do not count)',
         unit='s',
         default=0.25,
         low=0.0,
@@ -208,6 +211,7 @@ class Track:
     width: float
     born_ns: int
     last_hit_ns: int
+    last_placed_ns: int  # the last hit by a detection that may start tracks (see Tracker.step)
     sources: int  # sensor kinds that have detected it (bits of Detection.source)
     scores: dict[int, float]  # source -> its last detection's existence probability
 
@@ -297,12 +301,13 @@ class Tracker:
         self.size = np.zeros((0, 2))
         self.born = np.zeros(0, np.int64)
         self.last_hit = np.zeros(0, np.int64)
+        self.last_placed = np.zeros(0, np.int64)
         self.sources = np.zeros(0, np.int64)
         self.scores = np.zeros((0, MAX_SOURCES))
 
     _ROWS = (
         'ids', 'x', 'P', 'stamps', 'hits', 'scans', 'misses', 'is_confirmed', 'existence',
-        'votes', 'size', 'born', 'last_hit', 'sources', 'scores',
+        'votes', 'size', 'born', 'last_hit', 'last_placed', 'sources', 'scores',
     )  # fmt: skip
 
     def __len__(self) -> int:
@@ -333,6 +338,7 @@ class Tracker:
             float(self.size[i, 1]),
             int(self.born[i]),
             int(self.last_hit[i]),
+            int(self.last_placed[i]),
             int(self.sources[i]),
             scores,
         )
@@ -478,12 +484,13 @@ class Tracker:
             self.misses += missed
             self.existence[missed] *= 0.8
             self.last_hit[hit] = stamp_ns
+            self.last_placed[rows[d.can_birth[cols]]] = stamp_ns
             young = stamp_ns - self.born <= round(p.confirm_window_s * 1e9)
             self.is_confirmed |= (self.hits >= p.confirm_hits) & young
             pos_var = np.maximum(self.P[:, 0, 0], self.P[:, 1, 1])
             dead = (
                 (~self.is_confirmed & ~young)
-                | (self.is_confirmed & (stamp_ns - self.last_hit > round(p.max_coast_s * 1e9)))
+                | (self.is_confirmed & (stamp_ns - self.last_placed > round(p.max_coast_s * 1e9)))
                 | (pos_var > p.max_position_std**2)
             )
             if dead.any():
@@ -540,6 +547,7 @@ class Tracker:
             'size': d.size[idx],
             'born': stamp,
             'last_hit': stamp.copy(),
+            'last_placed': stamp.copy(),
             'sources': d.source[idx].copy(),
             'scores': scores,
         }

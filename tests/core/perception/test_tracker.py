@@ -201,3 +201,27 @@ def test_a_detection_that_may_not_start_a_track_only_updates_one() -> None:
     tr.step(S // 30, [Detection(10.1, 0.0, pos_std=0.5, can_birth=False, source=2)])
     (t,) = tr.tracks
     assert t.hits == 2 and t.sources == 3 and t.scores == {1: 1.0, 2: 1.0}
+
+
+def test_detections_that_may_not_start_a_track_do_not_keep_one_alive() -> None:
+    # A radar track at 70 m; then only far camera detections (can_birth false: their depth
+    # cannot place an object) hit it: they update it, but 0.25 s after the radar's last hit it
+    # is deleted, instead of drifting on camera bearings alone.
+    tr = Tracker(TrackerParams(max_coast_s=0.25))
+    for k in range(3):
+        tr.step(k * S // 10, [Detection(70.0, 0.0, 0.0, 0.0)])
+    (t,) = tr.confirmed()
+    cam = Detection(70.5, 0.0, pos_std=2.0, can_birth=False, source=2)
+    tr.step(S // 5 + S // 30, [cam])
+    assert tr.track(0).hits == t.hits + 1 and tr.track(0).last_placed_ns == S // 5
+    tr.step(S // 5 + 7 * S // 30, [cam])  # 0.233 s after the radar: still there
+    assert [c.id for c in tr.confirmed()] == [t.id]
+    tr.step(S // 5 + 8 * S // 30, [cam])  # 0.267 s: deleted despite the camera's hit
+    assert tr.confirmed() == []
+    # A radar hit (or a near camera detection, which may start tracks) does keep it alive.
+    tr = Tracker(TrackerParams(max_coast_s=0.25))
+    for k in range(3):
+        tr.step(k * S // 10, [Detection(30.0, 0.0, 0.0, 0.0)])
+    for k in range(1, 10):
+        tr.step(S // 5 + k * S // 30, [Detection(30.0, 0.0, pos_std=1.0, source=2)])
+    assert len(tr.confirmed()) == 1
