@@ -33,9 +33,9 @@ running estimate from hits and misses, weighted by the detections' own existence
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 from collections.abc import Callable, Sequence
+from typing import ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -192,6 +192,10 @@ class Detections:
     def __len__(self) -> int:
         return len(self.xy)
 
+    def take(self, idx: I64) -> Detections:
+        """The detections ``idx``."""
+        return Detections(*(getattr(self, f.name)[idx] for f in dataclasses.fields(self)))
+
 
 @dataclasses.dataclass
 class Track:
@@ -228,8 +232,9 @@ class Track:
 
     def predicted(self, stamp_ns: int, accel_std: float) -> tuple[F64, F64]:
         """State and covariance at ``stamp_ns``."""
-        f, q = _fq((stamp_ns - self.stamp_ns) / 1e9, accel_std)
-        return f @ self.x, f @ self.P @ f.T + q
+        dt = np.array([max(stamp_ns - self.stamp_ns, 0) / 1e9])
+        x, cov = _predict(self.x[None], self.P[None], dt, accel_std)
+        return x[0], cov[0]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -248,15 +253,9 @@ class TrackArrays:
     scores: F64  # (n, MAX_SOURCES) last existence probability per source (NaN: none)
 
 
-@functools.lru_cache(maxsize=64)
-def _fq(dt: float, accel_std: float) -> tuple[F64, F64]:
-    f = np.eye(4)
-    f[0, 2] = f[1, 3] = dt
-    q1 = accel_std**2 * np.array([[dt**4 / 4, dt**3 / 2], [dt**3 / 2, dt**2]])
-    q = np.zeros((4, 4))
-    q[np.ix_([0, 2], [0, 2])] = q1
-    q[np.ix_([1, 3], [1, 3])] = q1
-    return f, q
+def _cov2(pc: F64) -> F64:
+    """(n, 2, 2) covariances from (n, 3) rows of xx, xy, yy."""
+    return pc[:, [0, 1, 1, 2]].reshape(-1, 2, 2)
 
 
 def _predict(x: F64, cov: F64, dt: F64, accel_std: float) -> tuple[F64, F64]:
@@ -288,33 +287,50 @@ class Tracker:
         self.stamp_ns = 0
         self.births = 0
         self.deaths = 0
-        self.ids = np.zeros(0, np.int64)
-        self.x = np.zeros((0, 4))
-        self.P = np.zeros((0, 4, 4))
-        self.stamps = np.zeros(0, np.int64)
-        self.hits = np.zeros(0, np.int64)
-        self.scans = np.zeros(0, np.int64)
-        self.misses = np.zeros(0, np.int64)
-        self.is_confirmed = np.zeros(0, bool)
-        self.existence = np.zeros(0)
-        self.votes = np.zeros((0, MAX_CLASSES))
-        self.size = np.zeros((0, 2))
-        self.born = np.zeros(0, np.int64)
-        self.last_hit = np.zeros(0, np.int64)
-        self.last_placed = np.zeros(0, np.int64)
-        self.sources = np.zeros(0, np.int64)
-        self.scores = np.zeros((0, MAX_SOURCES))
+        for name, (tail, dtype) in self._COLUMNS.items():
+            setattr(self, name, np.zeros((0, *tail), dtype))
 
-    _ROWS = (
-        'ids', 'x', 'P', 'stamps', 'hits', 'scans', 'misses', 'is_confirmed', 'existence',
-        'votes', 'size', 'born', 'last_hit', 'last_placed', 'sources', 'scores',
-    )  # fmt: skip
+    # One row per track: name -> (shape after the row, dtype). _birth supplies every column.
+    _COLUMNS: ClassVar[dict[str, tuple[tuple[int, ...], type]]] = {
+        'ids': ((), np.int64),
+        'x': ((4,), np.float64),  # x, y [m], vx, vy [m/s] in odom
+        'P': ((4, 4), np.float64),
+        'stamps': ((), np.int64),  # the time x and P are at [ns]
+        'hits': ((), np.int64),
+        'scans': ((), np.int64),
+        'misses': ((), np.int64),
+        'is_confirmed': ((), np.bool_),
+        'existence': ((), np.float64),
+        'votes': ((MAX_CLASSES,), np.float64),  # summed class probabilities per class
+        'size': ((2,), np.float64),  # length, width [m] (NaN: unknown)
+        'born': ((), np.int64),
+        'last_hit': ((), np.int64),
+        'last_placed': ((), np.int64),  # the last hit by a detection that may start tracks
+        'sources': ((), np.int64),  # bits of the sensor kinds that have detected it
+        'scores': ((MAX_SOURCES,), np.float64),  # last existence probability per source
+    }
+    ids: I64
+    x: F64
+    P: F64
+    stamps: I64
+    hits: I64
+    scans: I64
+    misses: I64
+    is_confirmed: BOOL
+    existence: F64
+    votes: F64
+    size: F64
+    born: I64
+    last_hit: I64
+    last_placed: I64
+    sources: I64
+    scores: F64
 
     def __len__(self) -> int:
         return len(self.ids)
 
     def _keep(self, keep: BOOL) -> None:
-        for name in self._ROWS:
+        for name in self._COLUMNS:
             setattr(self, name, getattr(self, name)[keep])
 
     def track(self, i: int) -> Track:
@@ -423,9 +439,7 @@ class Tracker:
         velocity (H = I) where the detection has a velocity, position only (H = [I 0]) where
         not, both batched."""
         full = np.isfinite(d.v[cols]).all(axis=1)
-        pc = d.pos_cov[cols]
-        r2 = np.empty((len(cols), 2, 2))
-        r2[:, 0, 0], r2[:, 0, 1], r2[:, 1, 0], r2[:, 1, 1] = pc[:, 0], pc[:, 1], pc[:, 1], pc[:, 2]
+        r2 = _cov2(d.pos_cov[cols])
         if full.any():
             tr, dc = rows[full], cols[full]
             ps, xs = self.P[tr], self.x[tr]
@@ -508,8 +522,8 @@ class Tracker:
         if len(self):
             # A free detection inside an existing track's gate is a second return of a tracked
             # object (a truck's cab and rear), not a new one.
-            sub = Detections(*(getattr(d, f.name)[idx] for f in dataclasses.fields(Detections)))
-            idx = idx[~np.any(self._mahalanobis2(slice(None), sub) <= p.gate_chi2, axis=0)]
+            inside = self._mahalanobis2(slice(None), d.take(idx)) <= p.gate_chi2
+            idx = idx[~np.any(inside, axis=0)]
         if len(idx):
             self._birth(d, idx, stamp_ns)
 
@@ -519,13 +533,7 @@ class Tracker:
         has_v = np.all(np.isfinite(v), axis=1, keepdims=True)
         x = np.concatenate((d.xy[idx], np.where(has_v, v, 0.0)), axis=1)
         cov = np.zeros((m, 4, 4))
-        pc = d.pos_cov[idx]
-        cov[:, 0, 0], cov[:, 0, 1], cov[:, 1, 0], cov[:, 1, 1] = (
-            pc[:, 0],
-            pc[:, 1],
-            pc[:, 1],
-            pc[:, 2],
-        )
+        cov[:, :2, :2] = _cov2(d.pos_cov[idx])
         vvar = np.where(has_v[:, 0], d.vel_var[idx], self.p.initial_velocity_std**2)
         cov[:, 2, 2] = cov[:, 3, 3] = vvar
         votes = np.zeros((m, MAX_CLASSES))
@@ -551,6 +559,7 @@ class Tracker:
             'sources': d.source[idx].copy(),
             'scores': scores,
         }
+        assert new.keys() == self._COLUMNS.keys()
         for name, rows in new.items():
             setattr(self, name, np.concatenate((getattr(self, name), rows)))
         self._next_id += m
