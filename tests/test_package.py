@@ -32,6 +32,7 @@ MODULE_TO_KEY = {
     'numpy': 'python3-numpy',
     'yaml': 'python3-yaml',
     'scipy': 'python3-scipy',
+    'numba': 'python3-numba',
     'cv2': 'python3-opencv',
     'serial': 'python3-serial',
     'can': 'python3-can',
@@ -84,7 +85,7 @@ def test_core_and_inference_never_import_ros(folder: str) -> None:
 
 
 # What the core may import besides the standard library: the rule README's "Layout" states.
-CORE_DEPENDENCIES = {'numpy', 'scipy', 'cv2', 'yaml', 'cantools', 'rosbags'}
+CORE_DEPENDENCIES = {'numpy', 'scipy', 'cv2', 'yaml', 'cantools', 'rosbags', 'numba'}
 
 
 def test_the_core_imports_what_its_rule_says() -> None:

@@ -45,6 +45,7 @@ from rt_fusion.core.errors import ParameterError
 from rt_fusion.core.fusion import FusedFrame, FusionEngine, FusionParams, RadarObjectIn
 from rt_fusion.core.latency import LatencyRecorder
 from rt_fusion.core.params import param
+from rt_fusion.core.perception import tracker
 from rt_fusion.core.perception.hearing import HearingParams
 from rt_fusion.core.sync import AlignedFrame, Aligner, SyncParams
 from rt_fusion.inference.hearing import load_hearing_model
@@ -164,6 +165,8 @@ class FusionNode(node_utils.DeviceNode):
             )
         self.radar_name = self.sync_params.radars[0]
         self.aligner = Aligner(self.sync_params)
+        # Compiles or loads the tracker's numba kernels now, not in the first radar callback.
+        self.tracker_kernels = tracker.warm_up()
         self.engine = FusionEngine(fusion_params)
         self.runner = None
         self.input_hw = DEFAULT_INPUT_HW
@@ -562,6 +565,7 @@ class FusionNode(node_utils.DeviceNode):
             'ego_speed_std_mps': round(self.engine.ego.v_std, 3),
             'ego_speed_source': self.engine.ego.speed_source,
             'tracks_confirmed': int(self.engine.tracker.is_confirmed.sum()),
+            'tracker_kernels': self.tracker_kernels,
             'camera_detections': len(self.engine.camera_detections),
             'tracks_all': len(self.engine.tracker),
             'emergency_track': ''

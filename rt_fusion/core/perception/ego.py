@@ -29,6 +29,7 @@ import math
 import numpy as np
 
 from rt_fusion.core.params import param
+from rt_fusion.core.perception.track_kernels import kernels
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,8 +72,9 @@ class EgoPose:
 class EgoMotion:
     """See the module docstring."""
 
-    def __init__(self, params: EgoParams | None = None) -> None:
+    def __init__(self, params: EgoParams | None = None, jit: bool | None = None) -> None:
         self.p = params or EgoParams()
+        self._consensus = kernels(jit).consensus  # numba or numpy (track_kernels.kernels)
         self.pose = EgoPose(v_var=self.p.initial_speed_std**2)
         self._history: list[tuple[int, float, float, float]] = []  # (stamp, x, y, yaw)
         self._initialised = False
@@ -99,17 +101,11 @@ class EgoMotion:
         """Speed from one scan's relative forward velocities (vehicle axes) [m/s], or None.
 
         Applied to the filter when consistent with it; returns the consensus (or None)."""
-        votes = -np.asarray(vx_rel, dtype=np.float64)
-        votes = np.sort(votes[np.isfinite(votes) & (votes > -1.0)])  # a car does not reverse here
-        if votes.size < self.p.min_votes:
+        z, count = self._consensus(
+            np.ascontiguousarray(vx_rel, dtype=np.float64), float(self.p.consensus_mps)
+        )
+        if count < self.p.min_votes:
             return None
-        width = self.p.consensus_mps
-        hi = np.searchsorted(votes, votes + width, side='right')
-        counts = hi - np.arange(votes.size)
-        best = int(np.argmax(counts))
-        if counts[best] < self.p.min_votes:
-            return None
-        z = float(np.median(votes[best : hi[best]]))
         var = self.p.radar_speed_std**2
         pose = self.pose
         if self._initialised and (z - pose.v) ** 2 > 9.0 * (pose.v_var + var):

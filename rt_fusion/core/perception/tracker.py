@@ -1,14 +1,14 @@
 """Multi-object tracking in the ``odom`` frame: constant-velocity Kalman filters, gated
 assignment, M-of-N confirmation, coasting, deletion, class vote and existence.
 
-Why constant velocity in plain numpy: the inputs are radar objects at 13.6 Hz with good Doppler
-velocity; over the 70 ms between scans a CV model's error is below the radar's own noise for
-vehicles and pedestrians, and a 4-state linear filter in numpy is a few µs per track. CTRV would
-need an unscented or extended filter for a yaw rate the radar does not measure. filterpy wraps
-the same equations per filter object (and is unmaintained since 2018); here the tracks are rows of
-arrays (state, covariance, life cycle, votes), so one scan is a fixed number of array operations
-whatever the number of tracks: prediction, gating, the Kalman updates and the life cycle are
-batched, and only the assignment (``linear_sum_assignment``) and rare merges are not.
+Why constant velocity, without filterpy: the inputs are radar objects at 13.6 Hz with good
+Doppler velocity; over the 70 ms between scans a CV model's error is below the radar's own noise
+for vehicles and pedestrians. CTRV would need an unscented or extended filter for a yaw rate the
+radar does not measure. filterpy wraps the same equations per filter object (and is unmaintained
+since 2018); here the tracks are rows of three blocks (state, covariance, life cycle, votes), and
+a scan is a few kernel calls over all of them (:mod:`.track_kernels`: compiled by numba where it
+is installed, numpy otherwise, the same numbers either way), plus
+``scipy.optimize.linear_sum_assignment`` for the contested part of the assignment only.
 
 Per scan (:meth:`Tracker.step`): every track is predicted to the scan time (process noise
 ``accel_std`` as a white-acceleration model, so coasting tracks' covariances grow); detections
@@ -38,16 +38,21 @@ from collections.abc import Callable, Sequence
 from typing import ClassVar
 
 import numpy as np
-import numpy.typing as npt
 from scipy.optimize import linear_sum_assignment
 
 from rt_fusion.core.params import param
-
-F64 = npt.NDArray[np.float64]
-I64 = npt.NDArray[np.int64]
-BOOL = npt.NDArray[np.bool_]
-MAX_CLASSES = 16  # class ids a detection may carry (votes are a column per class)
-MAX_SOURCES = 8  # sensor kinds (Detection.source values below this)
+from rt_fusion.core.perception import track_kernels as tk
+from rt_fusion.core.perception.ego import EgoMotion
+from rt_fusion.core.perception.track_kernels import (
+    BOOL,
+    F64,
+    I64,
+    MAX_CLASSES,
+    MAX_SOURCES,
+    Kernels,
+    LifeCycle,
+    kernels,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -132,23 +137,15 @@ def along_ray_cov(
 
 @dataclasses.dataclass(frozen=True)
 class Detections:
-    """A scan's detections as arrays (what :meth:`Tracker.step` works on); :meth:`of` builds
-    them from :class:`Detection` objects."""
+    """A scan's detections as one (m, 15) block (``track_kernels.D*`` columns: what
+    :meth:`Tracker.step` works on) with named views; :meth:`of` builds it from
+    :class:`Detection` objects, :meth:`from_arrays` from arrays."""
 
-    xy: F64  # (m, 2) position [m]
-    v: F64  # (m, 2) over-ground velocity [m/s], NaN: not measured
-    pos_cov: F64  # (m, 3) position covariance xx, xy, yy [m²]
-    vel_var: F64  # (m,) velocity variance per axis [m²/s²]
-    cls: I64  # (m,)
-    cls_prob: F64  # (m,)
-    exist_prob: F64  # (m,)
-    size: F64  # (m, 2) length, width [m] (NaN: unknown)
-    source: I64  # (m,)
-    can_birth: BOOL  # (m,)
+    block: F64
 
     @classmethod
     def of(cls, detections: Sequence[Detection]) -> Detections:
-        """Arrays of a list of detections."""
+        """The block of a list of detections."""
         rows = np.array(
             [
                 (
@@ -169,32 +166,71 @@ class Detections:
                 for d in detections
             ],
             dtype=np.float64,
-        ).reshape(-1, 15)
-        kinds = rows[:, 13].astype(np.int64)
-        classes = rows[:, 8].astype(np.int64)
-        if np.any((classes < 0) | (classes >= MAX_CLASSES)):
-            raise ValueError(f'detection classes must lie in [0, {MAX_CLASSES})')
-        if np.any((kinds < 0) | (kinds >= MAX_SOURCES)):
-            raise ValueError(f'detection sources must lie in [0, {MAX_SOURCES})')
-        return cls(
-            rows[:, 0:2],
-            rows[:, 2:4],
-            rows[:, 4:7],
-            rows[:, 7],
-            classes,
-            rows[:, 9],
-            rows[:, 10],
-            rows[:, 11:13],
-            kinds,
-            rows[:, 14] != 0.0,
-        )
+        ).reshape(-1, tk.DET_WIDTH)
+        return cls.checked(rows)
+
+    @classmethod
+    def from_arrays(
+        cls,
+        xy: F64,
+        v: F64,
+        pos_cov: F64,
+        vel_var: F64,
+        cls_id: I64,
+        cls_prob: F64,
+        exist_prob: F64,
+        size: F64,
+        source: I64 | int,
+        can_birth: BOOL | bool,
+    ) -> Detections:
+        """The block of per-field arrays (m rows; scalars broadcast)."""
+        m = len(xy)
+        rows = np.empty((m, tk.DET_WIDTH))
+        rows[:, tk.DXY : tk.DXY + 2] = xy
+        rows[:, tk.DV : tk.DV + 2] = v
+        rows[:, tk.DCOV : tk.DCOV + 3] = pos_cov
+        rows[:, tk.DVEL_VAR] = vel_var
+        rows[:, tk.DCLS] = cls_id
+        rows[:, tk.DCLS_PROB] = cls_prob
+        rows[:, tk.DEXIST] = exist_prob
+        rows[:, tk.DSIZE : tk.DSIZE + 2] = size
+        rows[:, tk.DSOURCE] = source
+        rows[:, tk.DBIRTH] = can_birth
+        return cls.checked(rows)
+
+    @classmethod
+    def checked(cls, rows: F64) -> Detections:
+        """``rows`` as detections, after checking the class and source ids."""
+        classes, kinds = rows[:, tk.DCLS], rows[:, tk.DSOURCE]
+        if np.any((classes < 0) | (classes >= MAX_CLASSES) | (classes % 1 != 0)):
+            raise ValueError(f'detection classes must be integers in [0, {MAX_CLASSES})')
+        if np.any((kinds < 0) | (kinds >= MAX_SOURCES) | (kinds % 1 != 0)):
+            raise ValueError(f'detection sources must be integers in [0, {MAX_SOURCES})')
+        return cls(np.ascontiguousarray(rows, dtype=np.float64))
 
     def __len__(self) -> int:
-        return len(self.xy)
+        return len(self.block)
 
-    def take(self, idx: I64) -> Detections:
-        """The detections ``idx``."""
-        return Detections(*(getattr(self, f.name)[idx] for f in dataclasses.fields(self)))
+    @property
+    def xy(self) -> F64:
+        """(m, 2) position [m]."""
+        return self.block[:, tk.DXY : tk.DXY + 2]
+
+    @property
+    def v(self) -> F64:
+        """(m, 2) over-ground velocity [m/s], NaN: not measured."""
+        return self.block[:, tk.DV : tk.DV + 2]
+
+    @property
+    def pos_cov(self) -> F64:
+        """(m, 3) position covariance xx, xy, yy [m²]."""
+        return self.block[:, tk.DCOV : tk.DCOV + 3]
+
+    @property
+    def can_birth(self) -> BOOL:
+        """(m,) whether each may start a track."""
+        out: BOOL = self.block[:, tk.DBIRTH] != 0
+        return out
 
 
 @dataclasses.dataclass
@@ -253,62 +289,63 @@ class TrackArrays:
     scores: F64  # (n, MAX_SOURCES) last existence probability per source (NaN: none)
 
 
-def _cov2(pc: F64) -> F64:
-    """(n, 2, 2) covariances from (n, 3) rows of xx, xy, yy."""
-    return pc[:, [0, 1, 1, 2]].reshape(-1, 2, 2)
-
-
 def _predict(x: F64, cov: F64, dt: F64, accel_std: float) -> tuple[F64, F64]:
-    """Constant-velocity prediction of many tracks, each by its own ``dt`` [s]."""
-    dt = dt[:, None]
-    x = x.copy()
-    x[:, :2] += dt * x[:, 2:]
-    # F P Fᵀ with F = [[I, dt I], [0, I]], by blocks (A pos, B cross, C vel).
-    a, b, c = cov[:, :2, :2], cov[:, :2, 2:], cov[:, 2:, 2:]
-    d3 = dt[:, :, None]
-    b2 = b + d3 * c
-    a2 = a + d3 * (b + np.swapaxes(b, 1, 2)) + d3 * d3 * c
-    q = accel_std**2
-    eye = np.eye(2)
-    out = np.empty_like(cov)
-    out[:, :2, :2] = a2 + q * (d3**4 / 4) * eye
-    out[:, :2, 2:] = b2 + q * (d3**3 / 2) * eye
-    out[:, 2:, :2] = np.swapaxes(out[:, :2, 2:], 1, 2)
-    out[:, 2:, 2:] = c + q * (d3**2) * eye
-    return x, out
+    """Constant-velocity prediction of copies of many tracks, each by its own ``dt`` [s]."""
+    x, cov = x.copy(), cov.copy()
+    tk.predict_xp(x, cov, dt, accel_std**2)
+    return x, cov
 
 
 class Tracker:
-    """See the module docstring. Tracks are rows of the arrays below, in birth order."""
+    """See the module docstring. Tracks are rows, in birth order, of three blocks
+    (``track_kernels``: floats, integers, the confirmed flags); the attributes below are named
+    views of their columns, rebound whenever rows are added or dropped."""
 
-    def __init__(self, params: TrackerParams | None = None) -> None:
+    def __init__(self, params: TrackerParams | None = None, jit: bool | None = None) -> None:
         self.p = params or TrackerParams()
+        self.k: Kernels = kernels(jit)  # numba loops or numpy (track_kernels.kernels)
+        p = self.p
+        # Typed exactly (a YAML integer would otherwise compile a second numba signature).
+        self.life = LifeCycle(
+            int(p.confirm_hits),
+            round(p.confirm_window_s * 1e9),
+            round(p.max_coast_s * 1e9),
+            float(p.max_position_std) ** 2,
+            float(p.merge_distance_m) ** 2,
+            2.0**2,  # velocities within 2 m/s
+            float(p.gate_chi2),
+        )
+        self._q = float(p.accel_std) ** 2
         self._next_id = 1
         self.stamp_ns = 0
         self.births = 0
         self.deaths = 0
-        for name, (tail, dtype) in self._COLUMNS.items():
-            setattr(self, name, np.zeros((0, *tail), dtype))
+        self._bind(
+            np.empty((0, tk.FLOAT_WIDTH)), np.empty((0, tk.INT_WIDTH), np.int64), np.empty(0, bool)
+        )
 
-    # One row per track: name -> (shape after the row, dtype). _birth supplies every column.
-    _COLUMNS: ClassVar[dict[str, tuple[tuple[int, ...], type]]] = {
-        'ids': ((), np.int64),
-        'x': ((4,), np.float64),  # x, y [m], vx, vy [m/s] in odom
-        'P': ((4, 4), np.float64),
-        'stamps': ((), np.int64),  # the time x and P are at [ns]
-        'hits': ((), np.int64),
-        'scans': ((), np.int64),
-        'misses': ((), np.int64),
-        'is_confirmed': ((), np.bool_),
-        'existence': ((), np.float64),
-        'votes': ((MAX_CLASSES,), np.float64),  # summed class probabilities per class
-        'size': ((2,), np.float64),  # length, width [m] (NaN: unknown)
-        'born': ((), np.int64),
-        'last_hit': ((), np.int64),
-        'last_placed': ((), np.int64),  # the last hit by a detection that may start tracks
-        'sources': ((), np.int64),  # bits of the sensor kinds that have detected it
-        'scores': ((MAX_SOURCES,), np.float64),  # last existence probability per source
+    # The named views: name -> (block, first column, shape after the row; () a single column).
+    _COLUMNS: ClassVar[dict[str, tuple[str, int, tuple[int, ...]]]] = {
+        'ids': ('i', tk.ID, ()),
+        'x': ('f', tk.X, (4,)),  # x, y [m], vx, vy [m/s] in odom
+        'P': ('f', tk.P, (4, 4)),
+        'stamps': ('i', tk.STAMP, ()),  # the time x and P are at [ns]
+        'hits': ('i', tk.HITS, ()),
+        'scans': ('i', tk.SCANS, ()),
+        'misses': ('i', tk.MISSES, ()),
+        'is_confirmed': ('c', 0, ()),
+        'existence': ('f', tk.EXIST, ()),
+        'votes': ('f', tk.VOTES, (MAX_CLASSES,)),  # summed class probabilities per class
+        'size': ('f', tk.SIZE, (2,)),  # length, width [m] (NaN: unknown)
+        'born': ('i', tk.BORN, ()),
+        'last_hit': ('i', tk.LAST_HIT, ()),
+        'last_placed': ('i', tk.LAST_PLACED, ()),  # the last hit by one that may start tracks
+        'sources': ('i', tk.SOURCES, ()),  # bits of the sensor kinds that have detected it
+        'scores': ('f', tk.SCORES, (MAX_SOURCES,)),  # last existence probability per source
     }
+    _f: F64
+    _i: I64
+    _c: BOOL
     ids: I64
     x: F64
     P: F64
@@ -327,11 +364,25 @@ class Tracker:
     scores: F64
 
     def __len__(self) -> int:
-        return len(self.ids)
+        return len(self._c)
+
+    def _bind(self, f: F64, i: I64, c: BOOL) -> None:
+        """Makes the blocks the tracker's rows and its attributes views of them."""
+        self._f, self._i, self._c = f, i, c
+        self.is_confirmed = c
+        n = len(c)
+        for name, (block, start, tail) in self._COLUMNS.items():
+            if block == 'c':
+                continue
+            b = f if block == 'f' else i
+            if not tail:
+                setattr(self, name, b[:, start])
+            else:
+                view = b[:, start : start + math.prod(tail)]
+                setattr(self, name, view.reshape(n, *tail) if len(tail) > 1 else view)
 
     def _keep(self, keep: BOOL) -> None:
-        for name in self._COLUMNS:
-            setattr(self, name, getattr(self, name)[keep])
+        self._bind(self._f[keep], self._i[keep], self._c[keep])
 
     def track(self, i: int) -> Track:
         """Row ``i`` as a :class:`Track`."""
@@ -395,81 +446,30 @@ class Tracker:
     def predict(self, stamp_ns: int) -> None:
         """Moves every track older than ``stamp_ns`` to it."""
         if len(self):
-            dt = np.maximum(stamp_ns - self.stamps, 0) / 1e9
-            self.x, self.P = _predict(self.x, self.P, dt, self.p.accel_std)
-            self.stamps = np.maximum(self.stamps, stamp_ns)
+            self.k.predict(self._f, self._i, int(stamp_ns), self._q)
         self.stamp_ns = max(self.stamp_ns, stamp_ns)
 
-    def _mahalanobis2(self, rows: I64 | slice, d: Detections) -> F64:
-        """(tracks, detections) squared Mahalanobis distances of the position innovations,
-        S = P_xy + R_xy, with the 2×2 inverse in closed form over the whole matrix."""
-        tx, cov = self.x[rows], self.P[rows]
-        dx = d.xy[None, :, 0] - tx[:, 0:1]
-        dy = d.xy[None, :, 1] - tx[:, 1:2]
-        a = cov[:, 0, 0:1] + d.pos_cov[None, :, 0]
-        b = cov[:, 0, 1:2] + d.pos_cov[None, :, 1]
-        c = cov[:, 1, 1:2] + d.pos_cov[None, :, 2]
-        d2: F64 = (c * dx * dx - 2.0 * b * dx * dy + a * dy * dy) / (a * c - b * b)
-        return d2
-
     def mahalanobis2(self, detections: Sequence[Detection] | Detections) -> F64:
-        """(tracks, detections) squared Mahalanobis distances of the position innovations."""
+        """(tracks, detections) squared Mahalanobis distances of the position innovations,
+        S = P_xy + R_xy (gated at infinity: every pair's distance)."""
         d = detections if isinstance(detections, Detections) else Detections.of(detections)
-        if not len(self) or not len(d):
-            return np.zeros((len(self), len(d)))
-        return self._mahalanobis2(slice(None), d)
+        return tk.gated_cost_np(self._f, d.block, math.inf)
 
     def _associate(self, d: Detections) -> tuple[I64, I64]:
         if not len(self) or not len(d):
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
-        cost = self._mahalanobis2(slice(None), d)
-        gated = np.where(cost <= self.p.gate_chi2, cost, 1e9)
-        rows, cols = linear_sum_assignment(gated)
-        ok = gated[rows, cols] < 1e9
-        return rows[ok].astype(np.int64), cols[ok].astype(np.int64)
+        gated = self.k.gated_cost(self._f, d.block, self.p.gate_chi2)
+        rows, cols, rival_rows, rival_cols, sub = self.k.split(gated)
+        if len(rival_rows):  # the contested part: least total distance
+            r, c = linear_sum_assignment(sub)
+            rows, cols = self.k.join(rows, cols, rival_rows, rival_cols, r, c, sub)
+        return rows, cols
 
     def associate(self, detections: Sequence[Detection] | Detections) -> list[tuple[int, int]]:
         """(track index, detection index) pairs within the gate, by least total distance."""
         d = detections if isinstance(detections, Detections) else Detections.of(detections)
         rows, cols = self._associate(d)
         return [(int(r), int(c)) for r, c in zip(rows, cols, strict=True)]
-
-    def _update(self, rows: I64, cols: I64, d: Detections) -> None:
-        """Kalman updates of the tracks ``rows`` with the detections ``cols``: position and
-        velocity (H = I) where the detection has a velocity, position only (H = [I 0]) where
-        not, both batched."""
-        full = np.isfinite(d.v[cols]).all(axis=1)
-        r2 = _cov2(d.pos_cov[cols])
-        if full.any():
-            tr, dc = rows[full], cols[full]
-            ps, xs = self.P[tr], self.x[tr]
-            r = np.zeros_like(ps)
-            r[:, :2, :2] = r2[full]
-            r[:, 2, 2] = r[:, 3, 3] = d.vel_var[dc]
-            z = np.concatenate((d.xy[dc], d.v[dc]), axis=1)
-            k = np.swapaxes(np.linalg.solve(ps + r, ps), 1, 2)  # (S⁻¹ P)ᵀ = P S⁻¹
-            self.x[tr] = xs + np.einsum('nij,nj->ni', k, z - xs)
-            ps = ps - k @ ps
-            self.P[tr] = 0.5 * (ps + np.swapaxes(ps, 1, 2))
-        part = ~full
-        if part.any():
-            tr, dc = rows[part], cols[part]
-            ps, xs = self.P[tr], self.x[tr]
-            s = ps[:, :2, :2] + r2[part]
-            k = np.swapaxes(np.linalg.solve(s, ps[:, :2, :]), 1, 2)  # (4, 2): P Hᵀ S⁻¹
-            self.x[tr] = xs + np.einsum('nij,nj->ni', k, d.xy[dc] - xs[:, :2])
-            ps = ps - k @ ps[:, :2, :]
-            self.P[tr] = 0.5 * (ps + np.swapaxes(ps, 1, 2))
-        # Bookkeeping (each track takes at most one detection: the indices are unique).
-        self.hits[rows] += 1
-        self.misses[rows] = 0
-        self.sources[rows] |= d.source[cols]
-        self.scores[rows, d.source[cols]] = d.exist_prob[cols]
-        self.votes[rows, d.cls[cols]] += d.cls_prob[cols]
-        self.existence[rows] = 0.7 * self.existence[rows] + 0.3 * (0.5 + 0.5 * d.exist_prob[cols])
-        size = d.size[cols]
-        known = np.isfinite(size) & (size > 0)
-        self.size[rows] = np.where(known, size, self.size[rows])
 
     def step(
         self,
@@ -480,115 +480,64 @@ class Tracker:
     ) -> None:
         """One scan: predict, associate, update, confirm, delete, merge, birth (``birth``:
         whether unassigned detections may start tracks; not while the ego speed is unknown;
-        ``covers``: which tracks the sensor could have seen, given their (n, 2) positions in
-        odom; None: all of them)."""
+        ``covers``: which tracks the sensor could have seen, given their (n, 2) predicted
+        positions in odom; None: all of them)."""
         d = detections if isinstance(detections, Detections) else Detections.of(detections)
         self.predict(stamp_ns)
         rows, cols = self._associate(d)
-        if len(rows):
-            self._update(rows, cols, d)
-        p = self.p
         n = len(self)
-        if n:
-            hit = np.zeros(n, bool)
-            hit[rows] = True
-            covered = np.ones(n, bool) if covers is None else np.asarray(covers(self.x[:, :2]))
-            missed = covered & ~hit
-            self.scans += hit | covered
-            self.misses += missed
-            self.existence[missed] *= 0.8
-            self.last_hit[hit] = stamp_ns
-            self.last_placed[rows[d.can_birth[cols]]] = stamp_ns
-            young = stamp_ns - self.born <= round(p.confirm_window_s * 1e9)
-            self.is_confirmed |= (self.hits >= p.confirm_hits) & young
-            pos_var = np.maximum(self.P[:, 0, 0], self.P[:, 1, 1])
-            dead = (
-                (~self.is_confirmed & ~young)
-                | (self.is_confirmed & (stamp_ns - self.last_placed > round(p.max_coast_s * 1e9)))
-                | (pos_var > p.max_position_std**2)
-            )
-            if dead.any():
-                self.deaths += int(dead.sum())
-                self._keep(~dead)
-            self._merge()
-        if not birth or not len(d):
-            return
-        free = np.ones(len(d), bool)
-        free[cols] = False
-        free &= d.can_birth
-        if not free.any():
-            return
-        idx = np.flatnonzero(free)
-        if len(self):
-            # A free detection inside an existing track's gate is a second return of a tracked
-            # object (a truck's cab and rear), not a new one.
-            inside = self._mahalanobis2(slice(None), d.take(idx)) <= p.gate_chi2
-            idx = idx[~np.any(inside, axis=0)]
-        if len(idx):
-            self._birth(d, idx, stamp_ns)
+        if covers is None:
+            covered = np.ones(n, bool)
+        else:
+            covered = np.ascontiguousarray(covers(self.x[:, :2]), dtype=bool)
+        remove, free = self.k.update_life(
+            self._f,
+            self._i,
+            self._c,
+            rows,
+            cols,
+            d.block,
+            covered,
+            int(stamp_ns),
+            self.life,
+            bool(birth),
+        )
+        if remove.any():
+            self.deaths += int(remove.sum())
+            self._keep(~remove)
+        if free.any():
+            self._birth(d, np.flatnonzero(free), stamp_ns)
 
     def _birth(self, d: Detections, idx: I64, stamp_ns: int) -> None:
-        m = len(idx)
-        v = d.v[idx]
-        has_v = np.all(np.isfinite(v), axis=1, keepdims=True)
-        x = np.concatenate((d.xy[idx], np.where(has_v, v, 0.0)), axis=1)
-        cov = np.zeros((m, 4, 4))
-        cov[:, :2, :2] = _cov2(d.pos_cov[idx])
-        vvar = np.where(has_v[:, 0], d.vel_var[idx], self.p.initial_velocity_std**2)
-        cov[:, 2, 2] = cov[:, 3, 3] = vvar
-        votes = np.zeros((m, MAX_CLASSES))
-        votes[np.arange(m), d.cls[idx]] = d.cls_prob[idx]
-        scores = np.full((m, MAX_SOURCES), np.nan)
-        scores[np.arange(m), d.source[idx]] = d.exist_prob[idx]
-        stamp = np.full(m, stamp_ns, np.int64)
-        new = {
-            'ids': np.arange(self._next_id, self._next_id + m, dtype=np.int64),
-            'x': x,
-            'P': cov,
-            'stamps': stamp,
-            'hits': np.ones(m, np.int64),
-            'scans': np.ones(m, np.int64),
-            'misses': np.zeros(m, np.int64),
-            'is_confirmed': np.zeros(m, bool),
-            'existence': 0.5 * d.exist_prob[idx],
-            'votes': votes,
-            'size': d.size[idx],
-            'born': stamp,
-            'last_hit': stamp.copy(),
-            'last_placed': stamp.copy(),
-            'sources': d.source[idx].copy(),
-            'scores': scores,
-        }
-        assert new.keys() == self._COLUMNS.keys()
-        for name, rows in new.items():
-            setattr(self, name, np.concatenate((getattr(self, name), rows)))
-        self._next_id += m
-        self.births += m
-
-    def _merge(self) -> None:
-        """Drops the younger of two confirmed tracks on one object."""
-        conf = np.flatnonzero(self.is_confirmed)  # rows are in birth order
-        if len(conf) < 2:
-            return
-        x = self.x[conf].T
-        d2 = (x[0, :, None] - x[0]) ** 2 + (x[1, :, None] - x[1]) ** 2
-        close = d2 < self.p.merge_distance_m**2
-        if np.count_nonzero(close) == len(conf):  # only the diagonal
-            return
-        v2 = (x[2, :, None] - x[2]) ** 2 + (x[3, :, None] - x[3]) ** 2
-        same = np.triu(close & (v2 < 4.0), k=1)
-        if not same.any():
-            return
-        dropped: set[int] = set()
-        for i, j in zip(*np.nonzero(same), strict=True):
-            if i not in dropped and j not in dropped:
-                dropped.add(int(j))  # the younger (later row)
-        keep = np.ones(len(self), bool)
-        keep[conf[sorted(dropped)]] = False
-        self.deaths += len(dropped)
-        self._keep(keep)
+        blocks = self.k.birth(
+            self._f,
+            self._i,
+            self._c,
+            d.block,
+            idx,
+            int(stamp_ns),
+            self._next_id,
+            float(self.p.initial_velocity_std) ** 2,
+        )
+        self._bind(*blocks)
+        self._next_id += len(idx)
+        self.births += len(idx)
 
     def coast(self) -> None:
         """A scan that could not be used (the radar is missing): every track misses."""
         self.misses += 1
         self.scans += 1
+
+
+def warm_up(jit: bool | None = None) -> str:
+    """Compiles (or loads from numba's cache) every kernel the tracker and the ego vote use,
+    with the argument types they are called with, so that no callback pays it; returns the
+    set's name (``numba`` or ``numpy``). A node calls it while configuring."""
+    tracker = Tracker(jit=jit)
+    a = Detection(10.0, 0.0, 5.0, 0.0)
+    b = Detection(10.6, 0.0, pos_std=0.5, source=2, cov_xy=along_ray_cov(0.0, 2.0, 0.1))
+    tracker.step(0, [a])
+    tracker.step(10_000_000, [a, b], covers=lambda xy: np.ones(len(xy), bool))  # rivals
+    tracker.step(2_000_000_000, [])  # deletions
+    EgoMotion(jit=jit).radar_speed(np.array([-15.0, -15.1]))
+    return tracker.k.name
