@@ -56,6 +56,7 @@ CLASS_CODES = {
     'emergency_vehicle': 7,
 }
 UNKNOWN = 0
+MAX_SWITCH_EVENTS = 100  # ID switches listed one by one in the metrics
 EMERGENCY = CLASS_CODES['emergency_vehicle']
 
 
@@ -182,6 +183,7 @@ def score_perception(
     bin_tp = [0] * (len(edges) - 1)
     bin_gt = [0] * (len(edges) - 1)
     last_match: dict[int, int] = {}  # truth id -> output id it was last matched to
+    switches: list[list[Any]] = []
     tracked_seq: dict[int, list[bool]] = {}
     frames_with_output = 0
     for frame in frames:
@@ -222,6 +224,9 @@ def score_perception(
             before = last_match.get(obj.id)
             if before is not None and before != out.id:
                 idsw += 1
+                if len(switches) < MAX_SWITCH_EVENTS:
+                    alive = any(o.id == before for o in outputs)
+                    switches.append([frame.stamp_ns, obj.id, before, out.id, alive])
         for i, j, _ in pairs:
             last_match[frame.truth[i].id] = outputs[j].id
         for j, out in enumerate(outputs):
@@ -260,6 +265,10 @@ def score_perception(
         'mota': 1.0 - (fn + fp + idsw) / gt_total if gt_total else math.nan,
         'motp_m': float(np.mean(dists)) if dists else math.nan,
         'id_switches': idsw,
+        # Each switch (the first MAX_SWITCH_EVENTS): stamp [ns], truth id, output id before,
+        # after, and whether the one before was still published (two tracks on one object)
+        # or gone (the track was lost and a new one took over).
+        'id_switch_events': switches,
         'fragmentations': frag,
         'truth_objects': len(tracked_seq),
         'pos_err_m': pos['mean'],
