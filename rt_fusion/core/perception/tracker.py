@@ -35,9 +35,10 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable, Sequence
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
+import numpy.typing as npt
 from scipy.optimize import linear_sum_assignment
 
 from rt_fusion.core.params import param
@@ -298,8 +299,8 @@ def _predict(x: F64, cov: F64, dt: F64, accel_std: float) -> tuple[F64, F64]:
 
 class Tracker:
     """See the module docstring. Tracks are rows, in birth order, of three blocks
-    (``track_kernels``: floats, integers, the confirmed flags); the attributes below are named
-    views of their columns, rebound whenever rows are added or dropped."""
+    (``track_kernels``: floats, integers, the confirmed flags); the attributes named in
+    ``_COLUMNS`` are views of their columns (writing into them writes the track)."""
 
     def __init__(self, params: TrackerParams | None = None, jit: bool | None = None) -> None:
         self.p = params or TrackerParams()
@@ -367,19 +368,9 @@ class Tracker:
         return len(self._c)
 
     def _bind(self, f: F64, i: I64, c: BOOL) -> None:
-        """Makes the blocks the tracker's rows and its attributes views of them."""
+        """Makes the blocks the tracker's rows (the named columns are views of them, made when
+        read: see :func:`_column`)."""
         self._f, self._i, self._c = f, i, c
-        self.is_confirmed = c
-        n = len(c)
-        for name, (block, start, tail) in self._COLUMNS.items():
-            if block == 'c':
-                continue
-            b = f if block == 'f' else i
-            if not tail:
-                setattr(self, name, b[:, start])
-            else:
-                view = b[:, start : start + math.prod(tail)]
-                setattr(self, name, view.reshape(n, *tail) if len(tail) > 1 else view)
 
     def _keep(self, keep: BOOL) -> None:
         self._bind(self._f[keep], self._i[keep], self._c[keep])
@@ -541,3 +532,26 @@ def warm_up(jit: bool | None = None) -> str:
     tracker.step(2_000_000_000, [])  # deletions
     EgoMotion(jit=jit).radar_speed(np.array([-15.0, -15.1]))
     return tracker.k.name
+
+
+def _column(name: str, block: str, start: int, tail: tuple[int, ...]) -> property:
+    """A view of one named column of the tracker's blocks, as a property (made when read, so
+    adding or dropping rows costs nothing per column); assigning writes into it."""
+
+    def get(self: Tracker) -> npt.NDArray[Any]:
+        if block == 'c':
+            return self._c
+        b = self._f if block == 'f' else self._i
+        if not tail:
+            return b[:, start]
+        view = b[:, start : start + math.prod(tail)]
+        return view.reshape(len(b), *tail) if len(tail) > 1 else view
+
+    def put(self: Tracker, value: npt.ArrayLike) -> None:
+        get(self)[...] = value  # after an in-place operator this is the view itself
+
+    return property(get, put, doc=f'``{name}`` of every track (a view)')
+
+
+for _name, (_block, _start, _tail) in Tracker._COLUMNS.items():
+    setattr(Tracker, _name, _column(_name, _block, _start, _tail))
