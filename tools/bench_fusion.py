@@ -24,7 +24,7 @@ import time
 import numpy as np
 
 from rt_fusion.core.perception.ego import EgoMotion
-from rt_fusion.core.perception.tracker import Detection, Detections, Tracker
+from rt_fusion.core.perception.tracker import Detection, Detections, Tracker, warm_up
 
 
 def scene(objects: int, scans: int, seed: int) -> list[list[Detection]]:
@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     tracker, ego = Tracker(jit=not args.numpy), EgoMotion()
     cost, naive, convert = [], [], []
     step = round(1e9 / 13.6)
-    tracker.step(0, [])  # compiles (or loads the cached) numba kernels before timing
+    warm_up(jit=not args.numpy)  # compiles (or loads the cached) numba kernels before timing
     for k, dets in enumerate(data):
         t0 = time.perf_counter_ns()
         arrays = Detections.of(dets)

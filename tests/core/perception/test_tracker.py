@@ -200,7 +200,23 @@ def test_a_detection_that_may_not_start_a_track_only_updates_one() -> None:
     tr.step(0, [Detection(10.0, 0.0, 0.0, 0.0, pos_std=0.5)])  # a radar one starts it
     tr.step(S // 30, [Detection(10.1, 0.0, pos_std=0.5, can_birth=False, source=2)])
     (t,) = tr.tracks
+    # Updated by it (a hit, sources, scores), but not placed by it: it cannot place it.
     assert t.hits == 2 and t.sources == 3 and t.scores == {1: 1.0, 2: 1.0}
+    assert t.last_hit_ns == S // 30 and t.last_placed_ns == 0
+
+
+def test_a_radar_return_moving_at_the_wrong_speed_is_not_the_track() -> None:
+    # A truck tracked at 13 m/s; a clutter return 1 m away at 4 m/s is inside the position gate
+    # but 9 m/s off in velocity: gated out (position and velocity, 4 dof), so it neither drags
+    # the truck's velocity down nor is taken for it; the truck's own return is taken.
+    tr = Tracker()
+    for k in range(4):
+        tr.step(k * S // 10, [Detection(70.0 + 1.3 * k, 0.0, 13.0, 0.0, pos_std=0.3)])
+    truck = Detection(75.2, 0.0, 13.0, 0.0, pos_std=0.3)
+    clutter = Detection(74.6, 0.8, 4.0, 0.0, pos_std=0.3)
+    assert tr.mahalanobis2([clutter])[0, 0] < tr.p.gate_chi2  # in the position gate
+    assert tr.associate([clutter]) == []
+    assert tr.associate([clutter, truck]) == [(0, 1)]
 
 
 def test_detections_that_may_not_start_a_track_do_not_keep_one_alive() -> None:
@@ -213,7 +229,7 @@ def test_detections_that_may_not_start_a_track_do_not_keep_one_alive() -> None:
     (t,) = tr.confirmed()
     cam = Detection(70.5, 0.0, pos_std=2.0, can_birth=False, source=2)
     tr.step(S // 5 + S // 30, [cam])
-    assert tr.track(0).hits == t.hits + 1 and tr.track(0).last_placed_ns == S // 5
+    assert tr.track(0).last_hit_ns == S // 5 + S // 30 and tr.track(0).last_placed_ns == S // 5
     tr.step(S // 5 + 7 * S // 30, [cam])  # 0.233 s after the radar: still there
     assert [c.id for c in tr.confirmed()] == [t.id]
     tr.step(S // 5 + 8 * S // 30, [cam])  # 0.267 s: deleted despite the camera's hit
