@@ -83,60 +83,23 @@ def predict_loop(f: F64, i: I64, stamp_ns: int, q: float) -> None:
 
 
 @jit
-def _pair_cost(f: F64, t: int, d: F64, j: int, gate: float, gate_velocity: float) -> float:
-    """One entry of :func:`.track_kernels.gated_cost_np`."""
-    has_v = math.isfinite(d[j, DV]) and math.isfinite(d[j, DV + 1])
-    limit = gate_velocity if has_v else gate
-    dx = d[j, DXY] - f[t, X]
-    dy = d[j, DXY + 1] - f[t, X + 1]
-    a = f[t, P] + d[j, DCOV]
-    c = f[t, P + 5] + d[j, DCOV + 2]
-    # d² ≥ |Δ|² / λmax(S) ≥ |Δ|² / trace(S): most pairs are out without the division.
-    if dx * dx + dy * dy > limit * (a + c):
-        return OUT_OF_GATE
-    b = f[t, P + 1] + d[j, DCOV + 1]
-    d2 = (c * dx * dx - 2.0 * b * dx * dy + a * dy * dy) / (a * c - b * b)
-    if has_v:
-        dvx = d[j, DV] - f[t, X + 2]
-        dvy = d[j, DV + 1] - f[t, X + 3]
-        d2 = d2 + (
-            dvx * dvx / (f[t, P + 10] + d[j, DVEL_VAR])
-            + dvy * dvy / (f[t, P + 15] + d[j, DVEL_VAR])
-        )
-    if d2 <= limit:
-        return float(d2) - (4.0 if has_v else 2.0)
-    return OUT_OF_GATE
-
-
-@jit
-def gated_cost_loop(f: F64, d: F64, gate: float, gate_velocity: float) -> F64:
-    """:func:`.track_kernels.gated_cost_np` as a loop (:func:`_pair_cost`, written out: a call
-    per pair would cost more than the pair)."""
+def gated_cost_loop(f: F64, d: F64, gate: float) -> F64:
+    """:func:`.track_kernels.gated_cost_np` as a loop."""
     n, m = f.shape[0], d.shape[0]
     out = np.empty((n, m))
-    has_v = np.empty(m, np.bool_)
-    limit = np.empty(m)
-    for j in range(m):
-        has_v[j] = math.isfinite(d[j, DV]) and math.isfinite(d[j, DV + 1])
-        limit[j] = gate_velocity if has_v[j] else gate
     for i in range(n):
-        px, py, pvx, pvy = f[i, X], f[i, X + 1], f[i, X + 2], f[i, X + 3]
-        pa, pb, pc, pva, pvc = f[i, P], f[i, P + 1], f[i, P + 5], f[i, P + 10], f[i, P + 15]
         for j in range(m):
-            dx = d[j, DXY] - px
-            dy = d[j, DXY + 1] - py
-            a = pa + d[j, DCOV]
-            c = pc + d[j, DCOV + 2]
-            if dx * dx + dy * dy > limit[j] * (a + c):  # see _pair_cost
+            dx = d[j, DXY] - f[i, X]
+            dy = d[j, DXY + 1] - f[i, X + 1]
+            a = f[i, P] + d[j, DCOV]
+            c = f[i, P + 5] + d[j, DCOV + 2]
+            # d² ≥ |Δ|² / λmax(S) ≥ |Δ|² / trace(S): most pairs are out without the division.
+            if dx * dx + dy * dy > gate * (a + c):
                 out[i, j] = OUT_OF_GATE
                 continue
-            b = pb + d[j, DCOV + 1]
+            b = f[i, P + 1] + d[j, DCOV + 1]
             d2 = (c * dx * dx - 2.0 * b * dx * dy + a * dy * dy) / (a * c - b * b)
-            if has_v[j]:
-                dvx = d[j, DV] - pvx
-                dvy = d[j, DV + 1] - pvy
-                d2 += dvx * dvx / (pva + d[j, DVEL_VAR]) + dvy * dvy / (pvc + d[j, DVEL_VAR])
-            out[i, j] = d2 - (4.0 if has_v[j] else 2.0) if d2 <= limit[j] else OUT_OF_GATE
+            out[i, j] = d2 if d2 <= gate else OUT_OF_GATE
     return out
 
 
@@ -346,7 +309,13 @@ def update_life_loop(
             for t in range(n):
                 if remove[t]:
                     continue
-                if _pair_cost(f, t, d, j, life.gate, life.gate_velocity) < OUT_OF_GATE:
+                dx = d[j, DXY] - f[t, X]
+                dy = d[j, DXY + 1] - f[t, X + 1]
+                a_ = f[t, P] + d[j, DCOV]
+                b_ = f[t, P + 1] + d[j, DCOV + 1]
+                c_ = f[t, P + 5] + d[j, DCOV + 2]
+                d2 = (c_ * dx * dx - 2.0 * b_ * dx * dy + a_ * dy * dy) / (a_ * c_ - b_ * b_)
+                if d2 <= life.gate:
                     free[j] = False
                     break
     return remove, free

@@ -77,8 +77,7 @@ class LifeCycle(NamedTuple):
     max_var: float  # [m²] largest position variance
     merge_d2: float  # [m²] squared distance under which two confirmed tracks are one
     merge_v2: float  # [m²/s²] ... when their velocities differ by less than this
-    gate: float  # association gate: squared Mahalanobis distance of the position (2 dof)
-    gate_velocity: float  # ... of position and velocity (4 dof, the same probability)
+    gate: float  # squared Mahalanobis distance of the association gate
 
 
 # -- numpy: the reference --------------------------------------------------------------------
@@ -114,36 +113,16 @@ def predict_np(f: F64, i: I64, stamp_ns: int, q: float) -> None:
     np.maximum(i[:, STAMP], stamp_ns, out=i[:, STAMP])
 
 
-def position_d2_np(f: F64, d: F64) -> F64:
+def gated_cost_np(f: F64, d: F64, gate: float) -> F64:
     """(tracks, detections) squared Mahalanobis distances of the position innovations
-    (S = P_xy + R_xy, the 2×2 inverse in closed form)."""
+    (S = P_xy + R_xy, the 2×2 inverse in closed form), ``OUT_OF_GATE`` beyond ``gate``."""
     dx = d[None, :, DXY] - f[:, X, None]
     dy = d[None, :, DXY + 1] - f[:, X + 1, None]
     a = f[:, P, None] + d[None, :, DCOV]
     b = f[:, P + 1, None] + d[None, :, DCOV + 1]
     c = f[:, P + 5, None] + d[None, :, DCOV + 2]
-    d2: F64 = (c * dx * dx - 2.0 * b * dx * dy + a * dy * dy) / (a * c - b * b)
-    return d2
-
-
-def gated_cost_np(f: F64, d: F64, gate: float, gate_velocity: float) -> F64:
-    """(tracks, detections) association costs: the squared Mahalanobis distance of the
-    position innovation, plus, for a detection that measures velocity (radar), that of the
-    velocity innovation per axis (S = P_v + R_v, its correlations left out); gated at ``gate``
-    (2 degrees of freedom) or ``gate_velocity`` (4), minus the degrees of freedom (so that
-    distances with and without velocity compete fairly in the assignment), ``OUT_OF_GATE``
-    beyond. The velocity term keeps a track off a clutter return at the right place that moves
-    at the wrong speed."""
-    d2 = position_d2_np(f, d)
-    has_v = np.isfinite(d[:, DV]) & np.isfinite(d[:, DV + 1])
-    dvx = d[None, :, DV] - f[:, X + 2, None]
-    dvy = d[None, :, DV + 1] - f[:, X + 3, None]
-    v2 = dvx * dvx / (f[:, P + 10, None] + d[None, :, DVEL_VAR]) + dvy * dvy / (
-        f[:, P + 15, None] + d[None, :, DVEL_VAR]
-    )
-    total = np.where(has_v[None, :], d2 + v2, d2)
-    limit = np.where(has_v, gate_velocity, gate)[None, :]
-    out: F64 = np.where(total <= limit, total - np.where(has_v, 4.0, 2.0)[None, :], OUT_OF_GATE)
+    d2 = (c * dx * dx - 2.0 * b * dx * dy + a * dy * dy) / (a * c - b * b)
+    out: F64 = np.where(d2 <= gate, d2, OUT_OF_GATE)
     return out
 
 
@@ -276,8 +255,8 @@ def update_life_np(
         free[:] = d[:, DBIRTH] != 0
         free[cols] = False
         if free.any() and not remove.all():
-            cost = gated_cost_np(f[~remove], d[free], life.gate, life.gate_velocity)
-            free[np.flatnonzero(free)[(cost < OUT_OF_GATE).any(axis=0)]] = False
+            inside = gated_cost_np(f[~remove], d[free], life.gate) <= life.gate
+            free[np.flatnonzero(free)[inside.any(axis=0)]] = False
     return remove, free
 
 
@@ -346,7 +325,7 @@ class Kernels(NamedTuple):
 
     name: str
     predict: Callable[[F64, I64, int, float], None]
-    gated_cost: Callable[[F64, F64, float, float], F64]
+    gated_cost: Callable[[F64, F64, float], F64]
     split: Callable[[F64], tuple[I64, I64, I64, I64, F64]]
     join: Callable[[I64, I64, I64, I64, I64, I64, F64], tuple[I64, I64]]
     update_life: Callable[

@@ -13,24 +13,22 @@ is installed, numpy otherwise, the same numbers either way), plus
 Per scan (:meth:`Tracker.step`): every track is predicted to the scan time (process noise
 ``accel_std`` as a white-acceleration model, so coasting tracks' covariances grow); detections
 (positions and over-ground velocities in ``odom`` with their covariances) are gated by the squared
-Mahalanobis distance of the position innovation (``gate_chi2``, 2 degrees of freedom) plus, for
-those that measure velocity (radar), that of the velocity innovation (the gate at the same
-probability for 4 degrees of freedom: a clutter return where a truck is but at a third of its speed
-would otherwise drag the truck's velocity down until the track loses the truck) and assigned with
-:func:`scipy.optimize.linear_sum_assignment` (the contested pairs only); matched tracks are updated
-with position and velocity (or position only: a camera detection). A detection nobody takes starts
-a tentative track; a tentative track is confirmed after ``confirm_hits`` hits within
+Mahalanobis distance of the position innovation (``gate_chi2``, 2 degrees of freedom) and
+assigned with :func:`scipy.optimize.linear_sum_assignment`; matched tracks are updated with
+position and velocity (or position only: a camera detection). A detection nobody takes starts a
+tentative track; a tentative track is confirmed after ``confirm_hits`` hits within
 ``confirm_window_s`` of its birth and deleted otherwise; a confirmed track is deleted when no
 detection able to start a track has hit it for ``max_coast_s`` or when its position std exceeds
 ``max_position_std``. Detections that may not start tracks (``can_birth`` false: a camera's far or
 weak detections, whose depth cannot place an object) update a track but do not keep it alive: a
-track the radar lost at 70 m is not carried on by camera bearings alone, drifting in depth. Life
-cycles count time, not scans, because sensors at different rates feed one tracker (radar at 13.6
-Hz, camera at 30 Hz): a step only counts as a miss for the tracks the stepping sensor covers
-(``covers``: its field of view and range), so an object beyond the camera's reach is not worn down
-by camera frames. Track ids count up from 1 and never come from a sensor. Class: the sum of each
-detection's class probability per class (a vote); existence: a running estimate from hits and
-misses, weighted by the detections' own existence probabilities."""
+track the radar lost at 70 m is not carried on by camera bearings alone, drifting in depth.
+Life cycles count time, not scans, because sensors at different rates feed one tracker (radar at
+13.6 Hz, camera at 30 Hz): a step only counts as a miss for the tracks the stepping sensor covers
+(``covers``: its field of view and range), so an object beyond the camera's reach is not worn
+down by camera frames. Track ids count up from 1 and never come from a
+sensor. Class: the sum of each detection's class probability per class (a vote); existence: a
+running estimate from hits and misses, weighted by the detections' own existence probabilities.
+"""
 
 from __future__ import annotations
 
@@ -42,7 +40,6 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 from scipy.optimize import linear_sum_assignment
-from scipy.stats import chi2
 
 from rt_fusion.core.params import param
 from rt_fusion.core.perception import track_kernels as tk
@@ -318,8 +315,6 @@ class Tracker:
             float(p.merge_distance_m) ** 2,
             2.0**2,  # velocities within 2 m/s
             float(p.gate_chi2),
-            # The same probability with velocity in it (4 degrees of freedom).
-            float(chi2.ppf(chi2.cdf(p.gate_chi2, 2), 4)),
         )
         self._q = float(p.accel_std) ** 2
         self._next_id = 1
@@ -449,12 +444,12 @@ class Tracker:
         """(tracks, detections) squared Mahalanobis distances of the position innovations,
         S = P_xy + R_xy (gated at infinity: every pair's distance)."""
         d = detections if isinstance(detections, Detections) else Detections.of(detections)
-        return tk.position_d2_np(self._f, d.block)
+        return tk.gated_cost_np(self._f, d.block, math.inf)
 
     def _associate(self, d: Detections) -> tuple[I64, I64]:
         if not len(self) or not len(d):
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
-        gated = self.k.gated_cost(self._f, d.block, self.life.gate, self.life.gate_velocity)
+        gated = self.k.gated_cost(self._f, d.block, self.p.gate_chi2)
         rows, cols, rival_rows, rival_cols, sub = self.k.split(gated)
         if len(rival_rows):  # the contested part: least total distance
             r, c = linear_sum_assignment(sub)

@@ -205,20 +205,6 @@ def test_a_detection_that_may_not_start_a_track_only_updates_one() -> None:
     assert t.last_hit_ns == S // 30 and t.last_placed_ns == 0
 
 
-def test_a_radar_return_moving_at_the_wrong_speed_is_not_the_track() -> None:
-    # A truck tracked at 13 m/s; a clutter return 1 m away at 4 m/s is inside the position gate
-    # but 9 m/s off in velocity: gated out (position and velocity, 4 dof), so it neither drags
-    # the truck's velocity down nor is taken for it; the truck's own return is taken.
-    tr = Tracker()
-    for k in range(4):
-        tr.step(k * S // 10, [Detection(70.0 + 1.3 * k, 0.0, 13.0, 0.0, pos_std=0.3)])
-    truck = Detection(75.2, 0.0, 13.0, 0.0, pos_std=0.3)
-    clutter = Detection(74.6, 0.8, 4.0, 0.0, pos_std=0.3)
-    assert tr.mahalanobis2([clutter])[0, 0] < tr.p.gate_chi2  # in the position gate
-    assert tr.associate([clutter]) == []
-    assert tr.associate([clutter, truck]) == [(0, 1)]
-
-
 def test_detections_that_may_not_start_a_track_do_not_keep_one_alive() -> None:
     # A radar track at 70 m; then only far camera detections (can_birth false: their depth
     # cannot place an object) hit it: they update it, but 0.25 s after the radar's last hit it
