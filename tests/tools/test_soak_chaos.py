@@ -32,7 +32,9 @@ def test_a_short_soak_reports_every_sample_and_no_growth_in_files_or_segments(
     result = _result(soak.read_until('RESULT ', 400)[1])
     assert soak.wait(60) == 0
     assert result['died'] == '0'
-    assert result['fds_growth'] == '0' and result['shm_growth'] == '0'
+    # No growth: a leak adds files or segments; one closed after the warm-up sample (-1) is not
+    # one (a 2-core Kilted CI run saw an fd closed late in start-up).
+    assert int(result['fds_growth']) <= 0 and int(result['shm_growth']) <= 0, result
     assert int(result['frames']) > 0
     data = json.loads((tmp_path / 'soak' / 'soak.json').read_text())
     assert len(data['samples']) == 3
