@@ -138,9 +138,8 @@ def along_ray_cov(
 
 @dataclasses.dataclass(frozen=True)
 class Detections:
-    """A scan's detections as one (m, 15) block (``track_kernels.D*`` columns: what
-    :meth:`Tracker.step` works on) with named views; :meth:`of` builds it from
-    :class:`Detection` objects, :meth:`from_arrays` from arrays."""
+    """A scan's detections as one C-contiguous (m, 15) block (``track_kernels.D*`` columns:
+    what :meth:`Tracker.step` works on); :meth:`of` builds it from :class:`Detection` objects."""
 
     block: F64
 
@@ -168,70 +167,20 @@ class Detections:
             ],
             dtype=np.float64,
         ).reshape(-1, tk.DET_WIDTH)
-        return cls.checked(rows)
-
-    @classmethod
-    def from_arrays(
-        cls,
-        xy: F64,
-        v: F64,
-        pos_cov: F64,
-        vel_var: F64,
-        cls_id: I64,
-        cls_prob: F64,
-        exist_prob: F64,
-        size: F64,
-        source: I64 | int,
-        can_birth: BOOL | bool,
-    ) -> Detections:
-        """The block of per-field arrays (m rows; scalars broadcast)."""
-        m = len(xy)
-        rows = np.empty((m, tk.DET_WIDTH))
-        rows[:, tk.DXY : tk.DXY + 2] = xy
-        rows[:, tk.DV : tk.DV + 2] = v
-        rows[:, tk.DCOV : tk.DCOV + 3] = pos_cov
-        rows[:, tk.DVEL_VAR] = vel_var
-        rows[:, tk.DCLS] = cls_id
-        rows[:, tk.DCLS_PROB] = cls_prob
-        rows[:, tk.DEXIST] = exist_prob
-        rows[:, tk.DSIZE : tk.DSIZE + 2] = size
-        rows[:, tk.DSOURCE] = source
-        rows[:, tk.DBIRTH] = can_birth
-        return cls.checked(rows)
-
-    @classmethod
-    def checked(cls, rows: F64) -> Detections:
-        """``rows`` as detections, after checking the class and source ids."""
         classes, kinds = rows[:, tk.DCLS], rows[:, tk.DSOURCE]
         if np.any((classes < 0) | (classes >= MAX_CLASSES) | (classes % 1 != 0)):
             raise ValueError(f'detection classes must be integers in [0, {MAX_CLASSES})')
         if np.any((kinds < 0) | (kinds >= MAX_SOURCES) | (kinds % 1 != 0)):
             raise ValueError(f'detection sources must be integers in [0, {MAX_SOURCES})')
-        return cls(np.ascontiguousarray(rows, dtype=np.float64))
+        return cls(rows)
 
     def __len__(self) -> int:
         return len(self.block)
 
     @property
-    def xy(self) -> F64:
-        """(m, 2) position [m]."""
-        return self.block[:, tk.DXY : tk.DXY + 2]
-
-    @property
     def v(self) -> F64:
         """(m, 2) over-ground velocity [m/s], NaN: not measured."""
         return self.block[:, tk.DV : tk.DV + 2]
-
-    @property
-    def pos_cov(self) -> F64:
-        """(m, 3) position covariance xx, xy, yy [m²]."""
-        return self.block[:, tk.DCOV : tk.DCOV + 3]
-
-    @property
-    def can_birth(self) -> BOOL:
-        """(m,) whether each may start a track."""
-        out: BOOL = self.block[:, tk.DBIRTH] != 0
-        return out
 
 
 @dataclasses.dataclass
