@@ -210,6 +210,14 @@ class FusionParams:
     position_std_m: float = param(
         'position std of a radar object without rms values', unit='m', default=0.5, low=0.0
     )
+    radar_azimuth_std_deg: float = param(
+        "a radar object's azimuth std: its position std across the line of sight is at least "
+        'range × this (the object list reports one rms per axis, which at 70 m is well below '
+        'what a 0.5° azimuth error makes of it)',
+        unit='deg',
+        default=0.5,
+        low=0.0,
+    )
 
     def check(self) -> None:
         """Cross-field rules."""
@@ -419,24 +427,31 @@ class FusionEngine:
         ox, oy, oyaw = self.motion.pose_at(scan_ns)
         c, s = math.cos(oyaw), math.sin(oyaw)
         v, w = self.motion.pose.v, self.motion.pose.yaw_rate
+        azimuth_std = math.radians(p.radar_azimuth_std_deg)
         dets = []
         for o, (x, y, vx, vy) in zip(scan, rel, strict=True):
             if not math.isnan(o.prob_exist) and o.prob_exist < p.min_probability:
                 continue
             # Over ground in vehicle axes: relative + the ego's own (translation and rotation).
             gx, gy = vx + v - w * y, vy + w * x
-            std = (
+            std = max(
                 max(o.rms_x, o.rms_y)
                 if math.isfinite(o.rms_x) and math.isfinite(o.rms_y)
-                else p.position_std_m
+                else p.position_std_m,
+                0.2,
             )
+            # Range is measured well, the azimuth less so: across the line of sight the error
+            # grows with range.
+            across = max(std, math.hypot(o.x, o.y) * azimuth_std)
+            bearing = oyaw + math.atan2(y - p.radar_y, x - p.radar_x)
             dets.append(
                 Detection(
                     ox + c * x - s * y,
                     oy + s * x + c * y,
                     c * gx - s * gy,
                     s * gx + c * gy,
-                    pos_std=max(std, 0.2),
+                    pos_std=std,
+                    cov_xy=along_ray_cov(bearing, std, across),
                     vel_std=0.5 + 0.5 * math.sqrt(self.motion.pose.v_var),
                     cls=ARS408_CLASSES.get(o.ars_class, CLASS_UNKNOWN),
                     cls_prob=1.0,

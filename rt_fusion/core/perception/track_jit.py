@@ -35,6 +35,7 @@ from rt_fusion.core.perception.track_kernels import (
     ID,
     LAST_HIT,
     LAST_PLACED,
+    MAX_CLASSES,
     MAX_SOURCES,
     MISSES,
     OUT_OF_GATE,
@@ -83,7 +84,7 @@ def predict_loop(f: F64, i: I64, stamp_ns: int, q: float) -> None:
 
 
 @jit
-def gated_cost_loop(f: F64, d: F64, gate: float) -> F64:
+def gated_cost_loop(f: F64, d: F64, gate: float, speed_gate2: float) -> F64:
     """:func:`.track_kernels.gated_cost_np` as a loop."""
     n, m = f.shape[0], d.shape[0]
     out = np.empty((n, m))
@@ -99,7 +100,16 @@ def gated_cost_loop(f: F64, d: F64, gate: float) -> F64:
                 continue
             b = f[i, P + 1] + d[j, DCOV + 1]
             d2 = (c * dx * dx - 2.0 * b * dx * dy + a * dy * dy) / (a * c - b * b)
-            out[i, j] = d2 if d2 <= gate else OUT_OF_GATE
+            if d2 > gate:
+                out[i, j] = OUT_OF_GATE
+                continue
+            dvx = d[j, DV] - f[i, X + 2]
+            dvy = d[j, DV + 1] - f[i, X + 3]
+            s_v = 0.5 * (f[i, P + 10] + f[i, P + 15]) + d[j, DVEL_VAR]
+            if dvx * dvx + dvy * dvy > max(speed_gate2, gate * s_v):  # NaN: False
+                out[i, j] = OUT_OF_GATE
+                continue
+            out[i, j] = d2
     return out
 
 
@@ -358,6 +368,69 @@ def birth_loop(
         ni[t, MISSES] = 0
         ni[t, SOURCES] = int(d[j, DSOURCE])
     return nf, ni, nc
+
+
+@jit
+def revive_loop(
+    lost_f: F64,
+    lost_i: I64,
+    lost_at: I64,
+    f: F64,
+    i: I64,
+    first: int,
+    d: F64,
+    idx: I64,
+    stamp_ns: int,
+    revive_ns: int,
+    q: float,
+    gate: float,
+    speed_gate2: float,
+) -> int:
+    """:func:`.track_kernels.revive_np` as loops (each lost track predicted into a scratch row,
+    then its gated costs; the same greedy order: least cost first, ties to the lower index)."""
+    g, m = lost_f.shape[0], idx.shape[0]
+    rows = np.empty(g, np.int64)
+    n = 0
+    for a in range(g):
+        if stamp_ns - lost_at[a] > revive_ns:
+            continue
+        alive = False
+        for t in range(first):
+            if i[t, ID] == lost_i[a, ID]:
+                alive = True
+                break
+        if not alive:
+            rows[n] = a
+            n += 1
+    if n == 0 or m == 0:
+        return 0
+    gf = np.empty((n, lost_f.shape[1]))
+    gi = np.empty((n, lost_i.shape[1]), np.int64)
+    for a in range(n):
+        gf[a] = lost_f[rows[a]]
+        gi[a] = lost_i[rows[a]]
+    predict_loop(gf, gi, stamp_ns, q)
+    dets = np.empty((m, d.shape[1]))
+    for k in range(m):
+        dets[k] = d[idx[k]]
+    cost = gated_cost_loop(gf, dets, gate, speed_gate2)
+    handed = 0
+    while True:
+        best, ba, bb = OUT_OF_GATE, -1, -1
+        for a in range(n):
+            for b in range(m):
+                if cost[a, b] < best:
+                    best, ba, bb = cost[a, b], a, b
+        if ba < 0:
+            return handed
+        i[first + bb, ID] = gi[ba, ID]
+        for c in range(VOTES, VOTES + MAX_CLASSES):
+            f[first + bb, c] += gf[ba, c]
+        for b in range(m):
+            cost[ba, b] = OUT_OF_GATE
+        for a in range(n):
+            cost[a, bb] = OUT_OF_GATE
+        handed += 1
 
 
 @jit

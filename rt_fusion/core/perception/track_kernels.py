@@ -113,16 +113,28 @@ def predict_np(f: F64, i: I64, stamp_ns: int, q: float) -> None:
     np.maximum(i[:, STAMP], stamp_ns, out=i[:, STAMP])
 
 
-def gated_cost_np(f: F64, d: F64, gate: float) -> F64:
+def gated_cost_np(f: F64, d: F64, gate: float, speed_gate2: float) -> F64:
     """(tracks, detections) squared Mahalanobis distances of the position innovations
-    (S = P_xy + R_xy, the 2×2 inverse in closed form), ``OUT_OF_GATE`` beyond ``gate``."""
+    (S = P_xy + R_xy, the 2×2 inverse in closed form), ``OUT_OF_GATE`` beyond ``gate``; a
+    detection that measures velocity (radar) is also out where its velocity differs from the
+    track's by more than the larger of ``speed_gate2`` [m²/s²] and ``gate`` times the mean
+    velocity variance (the track's plus the detection's): a veto, not a cost, so that only
+    returns at clearly the wrong speed are kept off (a clutter return beside a truck at a third
+    of its speed), not those of an ego speed estimate lagging a hard braking."""
     dx = d[None, :, DXY] - f[:, X, None]
     dy = d[None, :, DXY + 1] - f[:, X + 1, None]
     a = f[:, P, None] + d[None, :, DCOV]
     b = f[:, P + 1, None] + d[None, :, DCOV + 1]
     c = f[:, P + 5, None] + d[None, :, DCOV + 2]
     d2 = (c * dx * dx - 2.0 * b * dx * dy + a * dy * dy) / (a * c - b * b)
-    out: F64 = np.where(d2 <= gate, d2, OUT_OF_GATE)
+    inside = d2 <= gate
+    if speed_gate2 < math.inf:
+        dv2 = (d[None, :, DV] - f[:, X + 2, None]) ** 2 + (
+            d[None, :, DV + 1] - f[:, X + 3, None]
+        ) ** 2
+        s_v = 0.5 * (f[:, P + 10, None] + f[:, P + 15, None]) + d[None, :, DVEL_VAR]
+        inside &= ~(dv2 > np.maximum(speed_gate2, gate * s_v))  # NaN (no velocity): kept
+    out: F64 = np.where(inside, d2, OUT_OF_GATE)
     return out
 
 
@@ -255,7 +267,7 @@ def update_life_np(
         free[:] = d[:, DBIRTH] != 0
         free[cols] = False
         if free.any() and not remove.all():
-            inside = gated_cost_np(f[~remove], d[free], life.gate) <= life.gate
+            inside = gated_cost_np(f[~remove], d[free], life.gate, math.inf) <= life.gate
             free[np.flatnonzero(free)[inside.any(axis=0)]] = False
     return remove, free
 
@@ -301,6 +313,43 @@ def birth_np(
     )
 
 
+def revive_np(
+    lost_f: F64,
+    lost_i: I64,
+    lost_at: I64,
+    f: F64,
+    i: I64,
+    first: int,
+    d: F64,
+    idx: I64,
+    stamp_ns: int,
+    revive_ns: int,
+    q: float,
+    gate: float,
+    speed_gate2: float,
+) -> int:
+    """Lost tracks (``lost_f``, ``lost_i``: their rows when deleted, at ``lost_at`` [ns]) hand
+    their ids and class votes to the new tracks (rows from ``first`` of ``f``, ``i``, started by
+    the detections ``idx`` of ``d``) in their gate: each lost track, predicted to ``stamp_ns``,
+    at most one, nearest pair first. Only those lost within ``revive_ns`` and whose id no track
+    of rows before ``first`` has. Returns how many ids were handed on."""
+    fresh = (stamp_ns - lost_at <= revive_ns) & ~np.isin(lost_i[:, ID], i[:first, ID])
+    if not fresh.any() or not len(idx):
+        return 0
+    gf, gi = lost_f[fresh], lost_i[fresh]  # copies: predicted afresh each time
+    predict_np(gf, gi, stamp_ns, q)
+    cost = gated_cost_np(gf, d[idx], gate, speed_gate2)
+    handed = 0
+    while True:
+        a, b = np.unravel_index(int(np.argmin(cost)), cost.shape)
+        if not cost[a, b] < OUT_OF_GATE:
+            return handed
+        i[first + b, ID] = gi[a, ID]
+        f[first + b, VOTES : VOTES + MAX_CLASSES] += gf[a, VOTES : VOTES + MAX_CLASSES]
+        cost[a, :] = cost[:, b] = OUT_OF_GATE
+        handed += 1
+
+
 def consensus_np(vx_rel: F64, width: float) -> tuple[float, int]:
     """The ego speed's radar vote: of the relative forward velocities ``vx_rel`` [m/s] (their
     negatives are the speeds stationary returns vote for; below -1 m/s and non-finite ones are
@@ -325,18 +374,27 @@ class Kernels(NamedTuple):
 
     name: str
     predict: Callable[[F64, I64, int, float], None]
-    gated_cost: Callable[[F64, F64, float], F64]
+    gated_cost: Callable[[F64, F64, float, float], F64]
     split: Callable[[F64], tuple[I64, I64, I64, I64, F64]]
     join: Callable[[I64, I64, I64, I64, I64, I64, F64], tuple[I64, I64]]
     update_life: Callable[
         [F64, I64, BOOL, I64, I64, F64, BOOL, int, LifeCycle, bool], tuple[BOOL, BOOL]
     ]
     birth: Callable[[F64, I64, BOOL, F64, I64, int, int, float], tuple[F64, I64, BOOL]]
+    revive: Callable[[F64, I64, I64, F64, I64, int, F64, I64, int, int, float, float, float], int]
     consensus: Callable[[F64, float], tuple[float, int]]
 
 
 NUMPY = Kernels(
-    'numpy', predict_np, gated_cost_np, split_np, join_np, update_life_np, birth_np, consensus_np
+    'numpy',
+    predict_np,
+    gated_cost_np,
+    split_np,
+    join_np,
+    update_life_np,
+    birth_np,
+    revive_np,
+    consensus_np,
 )
 
 
@@ -355,6 +413,7 @@ def _compiled() -> Kernels | None:
         j.join_loop,
         j.update_life_loop,
         j.birth_loop,
+        j.revive_loop,
         j.consensus_loop,
     )
 

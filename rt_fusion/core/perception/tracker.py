@@ -13,21 +13,26 @@ is installed, numpy otherwise, the same numbers either way), plus
 Per scan (:meth:`Tracker.step`): every track is predicted to the scan time (process noise
 ``accel_std`` as a white-acceleration model, so coasting tracks' covariances grow); detections
 (positions and over-ground velocities in ``odom`` with their covariances) are gated by the squared
-Mahalanobis distance of the position innovation (``gate_chi2``, 2 degrees of freedom) and
-assigned with :func:`scipy.optimize.linear_sum_assignment`; matched tracks are updated with
+Mahalanobis distance of the position innovation (``gate_chi2``, 2 degrees of freedom) and assigned
+with :func:`scipy.optimize.linear_sum_assignment` (a detection with a velocity, a radar return, is
+also kept out of a track whose velocity it misses by more than ``gate_speed_mps``: a veto, not a
+cost, so that an ego speed lagging a hard braking still passes); matched tracks are updated with
 position and velocity (or position only: a camera detection). A detection nobody takes starts a
 tentative track; a tentative track is confirmed after ``confirm_hits`` hits within
 ``confirm_window_s`` of its birth and deleted otherwise; a confirmed track is deleted when no
 detection able to start a track has hit it for ``max_coast_s`` or when its position std exceeds
 ``max_position_std``. Detections that may not start tracks (``can_birth`` false: a camera's far or
 weak detections, whose depth cannot place an object) update a track but do not keep it alive: a
-track the radar lost at 70 m is not carried on by camera bearings alone, drifting in depth.
-Life cycles count time, not scans, because sensors at different rates feed one tracker (radar at
-13.6 Hz, camera at 30 Hz): a step only counts as a miss for the tracks the stepping sensor covers
-(``covers``: its field of view and range), so an object beyond the camera's reach is not worn
-down by camera frames. Track ids count up from 1 and never come from a
-sensor. Class: the sum of each detection's class probability per class (a vote); existence: a
-running estimate from hits and misses, weighted by the detections' own existence probabilities.
+track the radar lost at 70 m is not carried on by camera bearings alone, drifting in depth. Life
+cycles count time, not scans, because sensors at different rates feed one tracker (radar at 13.6
+Hz, camera at 30 Hz): a step only counts as a miss for the tracks the stepping sensor covers
+(``covers``: its field of view and range), so an object beyond the camera's reach is not worn down
+by camera frames. Track ids count up from 1 and never come from a sensor; a new track that starts
+within ``revive_s`` in the predicted gate of a confirmed track that was lost (deleted for want of
+placing hits, not merged) takes that track's id instead (the same object found again, as ByteTrack
+keeps lost tracks), and is confirmed like any new track. Class: the sum of each detection's class
+probability per class (a vote); existence: a running estimate from hits and misses, weighted by the
+detections' own existence probabilities.
 """
 
 from __future__ import annotations
@@ -66,6 +71,15 @@ class TrackerParams:
         default=13.8,
         low=1.0,
     )
+    gate_speed_mps: float = param(
+        'a detection with a velocity (radar) is outside the gate of a track whose velocity '
+        'differs from it by more than this, or by more than the gate in velocity stds if that '
+        'is larger (0: off). A veto, not a cost: a clutter return beside a truck at a third of '
+        'its speed no longer drags the track off the truck',
+        unit='m/s',
+        default=3.0,
+        low=0.0,
+    )
     confirm_hits: int = param('hits that confirm a tentative track', default=3, low=1)
     confirm_window_s: float = param(
         "time from a track's birth within which those hits must come (4 radar cycles)",
@@ -82,6 +96,13 @@ class TrackerParams:
     )
     max_position_std: float = param(
         'a track less certain than this is deleted', unit='m', default=4.0, low=0.1
+    )
+    revive_s: float = param(
+        'a confirmed track lost less than this long ago gives its id to a new track that starts '
+        'in its predicted gate (the same object found again keeps its id; 0: off)',
+        unit='s',
+        default=1.0,
+        low=0.0,
     )
     initial_velocity_std: float = param(
         'velocity std of a new track without a velocity measurement', unit='m/s', default=10.0
@@ -266,10 +287,18 @@ class Tracker:
             float(p.gate_chi2),
         )
         self._q = float(p.accel_std) ** 2
+        self._speed_gate2 = float(p.gate_speed_mps) ** 2 if p.gate_speed_mps > 0 else math.inf
         self._next_id = 1
         self.stamp_ns = 0
         self.births = 0
         self.deaths = 0
+        self.revivals = 0  # new tracks that took a lost track's id (see _revive)
+        self._revive_ns = round(p.revive_s * 1e9)
+        # The lost confirmed tracks (rows of the float and integer blocks, as they were when
+        # deleted) and when they were deleted [ns]: see _bury and _revive.
+        self._lost_f = np.empty((0, tk.FLOAT_WIDTH))
+        self._lost_i = np.empty((0, tk.INT_WIDTH), np.int64)
+        self._lost_at = np.empty(0, np.int64)
         self._bind(
             np.empty((0, tk.FLOAT_WIDTH)), np.empty((0, tk.INT_WIDTH), np.int64), np.empty(0, bool)
         )
@@ -393,12 +422,12 @@ class Tracker:
         """(tracks, detections) squared Mahalanobis distances of the position innovations,
         S = P_xy + R_xy (gated at infinity: every pair's distance)."""
         d = detections if isinstance(detections, Detections) else Detections.of(detections)
-        return tk.gated_cost_np(self._f, d.block, math.inf)
+        return tk.gated_cost_np(self._f, d.block, math.inf, math.inf)
 
     def _associate(self, d: Detections) -> tuple[I64, I64]:
         if not len(self) or not len(d):
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
-        gated = self.k.gated_cost(self._f, d.block, self.p.gate_chi2)
+        gated = self.k.gated_cost(self._f, d.block, self.p.gate_chi2, self._speed_gate2)
         rows, cols, rival_rows, rival_cols, sub = self.k.split(gated)
         if len(rival_rows):  # the contested part: least total distance
             r, c = linear_sum_assignment(sub)
@@ -444,11 +473,66 @@ class Tracker:
         )
         if remove.any():
             self.deaths += int(remove.sum())
+            if self._revive_ns > 0:
+                self._bury(remove, stamp_ns)
             self._keep(~remove)
         if free.any():
             self._birth(d, np.flatnonzero(free), stamp_ns)
 
+    def _bury(self, remove: BOOL, stamp_ns: int) -> None:
+        """Keeps the confirmed tracks among ``remove`` that were lost (no placing hit for too
+        long, or too uncertain; not merged into another) for :meth:`_revive`, and forgets
+        those lost longer than ``revive_s`` ago."""
+        rows = np.flatnonzero(remove & self._c)  # most deaths are tentative false alarms
+        if not len(rows):
+            return
+        i, f, life = self._i[rows], self._f[rows], self.life
+        lost = rows[
+            (stamp_ns - i[:, tk.LAST_PLACED] > life.coast_ns)
+            | (np.maximum(f[:, tk.P], f[:, tk.P + 5]) > life.max_var)
+        ]
+        if not len(lost):
+            return
+        ids = self._i[lost, tk.ID]
+        keep = (stamp_ns - self._lost_at <= self._revive_ns) & ~np.isin(
+            self._lost_i[:, tk.ID], ids
+        )
+        self._lost_f = np.concatenate((self._lost_f[keep], self._f[lost]))
+        self._lost_i = np.concatenate((self._lost_i[keep], self._i[lost]))
+        self._lost_at = np.concatenate(
+            (self._lost_at[keep], np.full(len(lost), stamp_ns, np.int64))
+        )
+
+    def _revive(self, d: Detections, idx: I64, stamp_ns: int, first: int) -> None:
+        """New tracks (rows from ``first``, started by the detections ``idx``) that fall in the
+        gate of a lost track, predicted to now, take its id and class votes (one each, nearest
+        first; ``track_kernels.revive_np``): an object the tracker lost for a moment and found
+        again keeps its id instead of switching to a new one. They stay tentative (confirmed as
+        any new track), so nothing is published that would not have been. A lost track whose id
+        is in use again cannot be claimed; if that track dies before it is confirmed, the lost
+        one can be claimed again."""
+        if stamp_ns - int(self._lost_at.max()) > self._revive_ns:  # all too old: forgotten
+            self._lost_f, self._lost_i = self._lost_f[:0], self._lost_i[:0]
+            self._lost_at = self._lost_at[:0]
+            return
+        self.revivals += self.k.revive(
+            self._lost_f,
+            self._lost_i,
+            self._lost_at,
+            self._f,
+            self._i,
+            first,
+            d.block,
+            idx,
+            int(stamp_ns),
+            self._revive_ns,
+            self._q,
+            float(self.p.gate_chi2),
+            self._speed_gate2,
+        )
+
     def _birth(self, d: Detections, idx: I64, stamp_ns: int) -> None:
+        first = len(self)
         blocks = self.k.birth(
             self._f,
             self._i,
@@ -462,6 +546,8 @@ class Tracker:
         self._bind(*blocks)
         self._next_id += len(idx)
         self.births += len(idx)
+        if len(self._lost_at):
+            self._revive(d, idx, stamp_ns, first)
 
     def coast(self) -> None:
         """A scan that could not be used (the radar is missing): every track misses."""
@@ -478,7 +564,9 @@ def warm_up(jit: bool | None = None) -> str:
     b = Detection(10.6, 0.0, pos_std=0.5, source=2, cov_xy=along_ray_cov(0.0, 2.0, 0.1))
     tracker.step(0, [a])
     tracker.step(10_000_000, [a, b], covers=lambda xy: np.ones(len(xy), bool))  # rivals
-    tracker.step(2_000_000_000, [])  # deletions
+    tracker.step(20_000_000, [a])  # confirmed
+    tracker.step(1_000_000_000, [])  # deletions (a lost track)
+    tracker.step(1_100_000_000, [a])  # a new track, checked against the lost one
     EgoMotion(jit=jit).radar_speed(np.array([-15.0, -15.1]))
     return tracker.k.name
 

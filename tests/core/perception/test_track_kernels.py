@@ -87,7 +87,7 @@ def test_numba_and_numpy_kernels_give_the_same_tracks_step_by_step(seed: int) ->
         covers = None if radar else _camera_covers
         for tr in (jit, ref):
             tr.step(stamp, dets, birth=True, covers=covers)
-        assert np.array_equal(jit.ids, ref.ids)
+        assert np.array_equal(jit.ids, ref.ids) and jit.revivals == ref.revivals
         for name in Tracker._COLUMNS:
             a, b = getattr(jit, name), getattr(ref, name)
             if a.dtype == np.float64:
@@ -96,7 +96,8 @@ def test_numba_and_numpy_kernels_give_the_same_tracks_step_by_step(seed: int) ->
                 assert np.array_equal(a, b), name
         confirmed = max(confirmed, int(ref.is_confirmed.sum()))
         merged = ref.deaths
-    assert confirmed > 10 and merged > 0 and ref.births > 30  # the scene did exercise them
+    # The scene did exercise them: the gap of steps 40-60 loses tracks that are found again.
+    assert confirmed > 10 and merged > 0 and ref.births > 30 and ref.revivals > 0
 
 
 def test_numba_and_numpy_ego_votes_agree() -> None:

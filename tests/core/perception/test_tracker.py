@@ -227,3 +227,68 @@ def test_detections_that_may_not_start_a_track_do_not_keep_one_alive() -> None:
     for k in range(1, 10):
         tr.step(S // 5 + k * S // 30, [Detection(30.0, 0.0, pos_std=1.0, source=2)])
     assert len(tr.confirmed()) == 1
+
+
+def test_a_radar_return_at_clearly_the_wrong_speed_is_outside_the_gate() -> None:
+    # A truck at 13 m/s, velocity known to ~0.3 m/s after a few scans.
+    tr = Tracker(TrackerParams(gate_speed_mps=3.0))
+    for k in range(5):
+        tr.step(k * S // 10, [Detection(60.0 + 1.3 * k, 0.0, 13.0, 0.0, vel_std=0.3)])
+    at = 60.0 + 1.3 * 5
+    # Same place: 2.5 m/s off is inside (an ego speed lagging a braking); 9 m/s off is not.
+    assert tr.associate([Detection(at, 0.0, 10.5, 0.0, vel_std=0.3)]) == [(0, 0)]
+    assert tr.associate([Detection(at, 0.0, 4.0, 0.0, vel_std=0.3)]) == []
+    # The clutter return is inside the position gate, so it starts no track either.
+    tr.step(5 * S // 10, [Detection(at, 0.0, 4.0, 0.0, vel_std=0.3)])
+    assert [t.id for t in tr.tracks] == [1] and tr.tracks[0].x[2] == pytest.approx(13.0, abs=0.1)
+    # Off, the clutter is taken and drags the track's velocity.
+    off = Tracker(TrackerParams(gate_speed_mps=0.0))
+    for k in range(5):
+        off.step(k * S // 10, [Detection(60.0 + 1.3 * k, 0.0, 13.0, 0.0, vel_std=0.3)])
+    off.step(5 * S // 10, [Detection(at, 0.0, 4.0, 0.0, vel_std=0.3)])
+    assert off.tracks[0].x[2] < 10.0
+    # A camera detection (no velocity) is gated on position alone.
+    assert tr.associate([Detection(at + 0.5, 0.0, source=2)]) == [(0, 0)]
+
+
+def _lose_and_find(tr: Tracker, gap_s: float, dy: float = 0.0) -> list[int]:
+    """A car at 10 m/s confirmed in three scans, lost, then seen again ``gap_s`` after its last
+    return at its predicted place (+ ``dy`` across) for three scans: the confirmed ids."""
+    for k in range(3):
+        tr.step(k * S // 10, [Detection(20.0 + k, 0.0, 10.0, 0.0)])
+    last = 2 * S // 10
+    k = 3
+    while (t := k * S // 10) - last < gap_s * S:  # nothing seen: coasts, then is deleted
+        tr.step(t, [])
+        k += 1
+    for _ in range(3):
+        x = 22.0 + 10.0 * ((k * S // 10) - last) / S
+        tr.step(k * S // 10, [Detection(x, dy, 10.0, 0.0)])
+        k += 1
+    return [t.id for t in tr.confirmed()]
+
+
+def test_an_object_lost_for_a_moment_and_found_again_keeps_its_id() -> None:
+    tr = Tracker(TrackerParams(max_coast_s=0.25, revive_s=1.0))
+    assert _lose_and_find(tr, 0.8) == [1]  # deleted after 0.25 s, found 0.8 s after
+    assert tr.deaths == 1 and tr.revivals == 1
+    # Found too late, elsewhere, or with reviving off: a new id.
+    assert _lose_and_find(Tracker(TrackerParams(max_coast_s=0.25, revive_s=1.0)), 1.5) == [2]
+    assert _lose_and_find(Tracker(TrackerParams(max_coast_s=0.25, revive_s=1.0)), 0.8, 8.0) == [2]
+    assert _lose_and_find(Tracker(TrackerParams(max_coast_s=0.25, revive_s=0.0)), 0.8) == [2]
+
+
+def test_a_lost_id_held_by_a_false_alarm_is_freed_when_it_dies() -> None:
+    tr = Tracker(TrackerParams(max_coast_s=0.25, revive_s=2.0, confirm_window_s=0.25))
+    for k in range(3):  # a parked car at 20 m, confirmed, then not seen
+        tr.step(k * S // 10, [Detection(20.0, 0.0, 0.0, 0.0)])
+    for k in range(3, 7):
+        tr.step(k * S // 10, [])
+    assert tr.tracks == []
+    tr.step(7 * S // 10, [Detection(20.5, 0.0, 0.0, 0.0)])  # one return: takes id 1, tentative
+    assert [t.id for t in tr.tracks] == [1] and not tr.confirmed()
+    for k in range(8, 12):  # never confirmed: dies, and id 1 is free again
+        tr.step(k * S // 10, [])
+    for k in range(12, 15):
+        tr.step(k * S // 10, [Detection(20.0, 0.2, 0.0, 0.0)])
+    assert [t.id for t in tr.confirmed()] == [1] and tr.revivals == 2
