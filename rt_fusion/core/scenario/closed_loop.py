@@ -15,9 +15,13 @@ How a plan drives the ego (simplifications a real vehicle's controllers do not s
   ``max_decel`` and changing at most ``max_jerk`` (actuators are not instantaneous);
 - lateral: the plan's path is anchored where the ego truly was at the plan's stamp (its first
   point there, its first heading along the ego's true heading: the fusion's ``odom`` estimate
-  does not move the world); the ego steers its heading relative to the lane towards the path's
-  offset ``lookahead_s`` ahead (pure pursuit on the offset, heading rate limited to
-  ``max_yaw_rate``), and otherwise follows the lane's curvature by itself (lane keeping);
+  does not move the world); the ego steers towards the path's offset ``lookahead_s`` ahead by
+  pure pursuit (the arc through that point: heading rate 2 v sin α / L, α the angle to it, L its
+  distance), the heading rate limited to ``max_yaw_rate`` and changing at most
+  ``max_yaw_accel`` (the steering's own rate), and otherwise follows the lane's curvature by
+  itself (lane keeping). A heading that jumped towards each new aim point at the limit rate
+  instead chattered at ±0.5 rad/s every 0.3 s, a yaw no car makes and which the radar's
+  ego-motion compensation turns into metres per second at 80 m;
 - before the first plan takes effect the ego drives its script.
 
 Every plan is applied at a fixed simulated time whatever the machine's speed: with the waits of
@@ -74,6 +78,7 @@ class DriveParams:
     max_jerk: float = 20.0  # [m/s³] how fast the powertrain and brakes change the acceleration
     speed_time_constant_s: float = 0.3  # the speed controller's: accel = error / this
     max_yaw_rate: float = 0.5  # [rad/s] of the heading relative to the lane
+    max_yaw_accel: float = 1.0  # [rad/s²] how fast the steering changes the heading rate
     lookahead_s: float = 1.0  # the steering aims at the plan's offset this far ahead
 
 
@@ -114,6 +119,7 @@ class DrivenEgo(Track):
         self.speed = np.zeros(n)
         self.psi = np.zeros(n)  # heading relative to the lane [rad]
         self.accel = np.zeros(n)  # [m/s²]
+        self.turn = np.zeros(n)  # heading rate relative to the lane [rad/s]
         self.s[0], self.d[0] = script.s[0], script.d[0]
         self.speed[0] = math.hypot(script.vx[0], script.vy[0])
         self.filled = 0  # samples 0..filled are integrated
@@ -180,9 +186,12 @@ class DrivenEgo(Track):
                 v, a = 0.0, max(a, 0.0)  # stopped: the brakes hold it
             # Pure pursuit on the offset: aim at the plan's offset a look-ahead distance away.
             reach = max(v0 * p.lookahead_s, 2.0)
-            want = math.atan2(d_aim - self.d[i - 1], reach)
-            step = p.max_yaw_rate * DT
-            psi = min(max(want, psi0 - step), psi0 + step)
+            alpha = math.atan2(d_aim - self.d[i - 1], reach) - psi0
+            rate = 2.0 * v0 * math.sin(alpha) / math.hypot(reach, d_aim - self.d[i - 1])
+            r0, dr = self.turn[i - 1], p.max_yaw_accel * DT
+            rate = min(max(rate, r0 - dr, -p.max_yaw_rate), r0 + dr, p.max_yaw_rate)
+            psi = psi0 + rate * DT
+            self.turn[i] = rate
             self.speed[i] = v
             self.accel[i] = a
             self.psi[i] = psi
