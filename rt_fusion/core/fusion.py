@@ -344,7 +344,8 @@ class FusionEngine:
     def _mark_emergency(self, objects: list[FusedObject]) -> None:
         """While a siren is heard: the vehicle track moving fastest relative to the ego becomes
         the emergency vehicle (class, siren probability, SOURCE_AUDIO), if it moves over ground
-        at emergency_min_speed_mps at least; once chosen, a track
+        at emergency_min_speed_mps at least and is not a slower vehicle going the ego's way (a
+        car the ego catches up with: it is the ego that approaches); once chosen, a track
         keeps the mark while the siren lasts (and it stays confirmed)."""
         if self.siren is None:
             return
@@ -360,6 +361,8 @@ class FusionEngine:
                     continue
                 if math.hypot(o.vx, o.vy) < p.emergency_min_speed_mps:
                     continue  # parked cars pass the ego at its speed too
+                if 0.0 < o.vx < v:
+                    continue  # slower the same way: the ego closes on it, not it on the ego
                 rel = math.hypot(o.vx - v, o.vy)
                 if rel >= best:
                     best, chosen = rel, o

@@ -258,3 +258,7 @@ def test_a_heard_siren_marks_the_vehicle_moving_fastest_relative_to_the_ego() ->
     # A siren with only slow traffic marks nothing.
     engine.set_siren(0.9)
     assert all(o.object_class != CLASS_EMERGENCY for o in _one_frame(engine, [car]).objects)
+    # Nor a car ahead that the ego catches up with (8 m/s over ground, 5 m/s slower than the ego:
+    # as fast relative to the ego as a vehicle passing it, but the ego does the approaching).
+    slower = RadarObjectIn(7, 30.0, 0.0, -5.0, 0.0, ars_class=1, prob_exist=0.99)
+    assert all(o.object_class != CLASS_EMERGENCY for o in _one_frame(engine, [slower]).objects)
