@@ -344,6 +344,8 @@ def test_loops_replay_the_bag_again_with_increasing_stamps(procs: ProcGroup, tmp
         'loops:=3',
         '-p',
         'wait_subscribers_s:=120.0',
+        '-p',
+        'ack_timeout_s:=30.0',  # a busy machine may starve the echo for seconds
     )
     msgs, summary = echo.messages(180)
     assert summary['received'] == 3 * n
