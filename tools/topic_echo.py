@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 import rclpy
+from rclpy.duration import Duration
 from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from std_msgs.msg import UInt64
 
@@ -121,6 +122,11 @@ def main(argv: list[str] | None = None) -> int:
                 break
     except KeyboardInterrupt:
         pass
+    if ack_pub is not None:
+        # The last acknowledgement is published just before the loop ends; destroying the node
+        # at once can drop it before the source has it (a lock-step source then waits out its
+        # timeout on the last message): wait until the readers have taken every ack.
+        ack_pub.wait_for_all_acked(Duration(seconds=10.0))
     print('SUMMARY ' + json.dumps({'received': received}), flush=True)
     node.destroy_node()
     compat.try_shutdown()
