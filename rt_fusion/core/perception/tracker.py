@@ -427,7 +427,7 @@ class Tracker:
     def _associate(self, d: Detections) -> tuple[I64, I64]:
         if not len(self) or not len(d):
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
-        gated = self.k.gated_cost(self._f, d.block, self.p.gate_chi2, self._speed_gate2)
+        gated = self.k.gated_cost(self._f, d.block, self.life.gate, self._speed_gate2)
         rows, cols, rival_rows, rival_cols, sub = self.k.split(gated)
         if len(rival_rows):  # the contested part: least total distance
             r, c = linear_sum_assignment(sub)
@@ -527,7 +527,7 @@ class Tracker:
             int(stamp_ns),
             self._revive_ns,
             self._q,
-            float(self.p.gate_chi2),
+            self.life.gate,
             self._speed_gate2,
         )
 
