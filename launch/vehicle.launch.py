@@ -4,6 +4,7 @@
     ros2 launch rt_fusion vehicle.launch.py config:=/path/to/my_vehicle.yaml microphone:=false
     ros2 launch rt_fusion vehicle.launch.py emulate:=true overrides:=/path/to/dev.yaml
     ros2 launch rt_fusion vehicle.launch.py respawn:=true   # a node that dies is restarted
+    ros2 launch rt_fusion vehicle.launch.py respawn:=true respawn_delay:=3.0   # after 3 s
 
 Every node reads its parameters from one YAML file (``config``, default the installed
 ``config/vehicle.yaml``), then from ``overrides`` if given; a section for a node this graph does
@@ -29,6 +30,7 @@ vehicle's CPUs); everything else is the file's.
 
 from __future__ import annotations
 
+import math
 import os
 import tempfile
 import wave
@@ -60,6 +62,17 @@ RECORDINGS = {
 
 def _true(context: LaunchContext, name: str) -> bool:
     return LaunchConfiguration(name).perform(context).lower() in ('true', '1', 'yes')
+
+
+def _seconds(context: LaunchContext, name: str) -> float:
+    text = LaunchConfiguration(name).perform(context)
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 0.0):
+        raise ValueError(f'launch argument {name}: {text!r} is not a duration >= 0 s')
+    return value
 
 
 def _tool(name: str) -> str:
@@ -157,7 +170,7 @@ def _graph(context: LaunchContext) -> list[object]:
             # the others keep running (the fusion degrades without it). respawn:=true restarts
             # a node that dies (tools/chaos.py measures how fast it is back).
             respawn=_true(context, 'respawn'),
-            respawn_delay=0.0,
+            respawn_delay=_seconds(context, 'respawn_delay'),
             additional_env={'HOME': str(home)} if node.name == 'microphone' and home else None,
         )
     if emulated and 'imu' in nodes:
@@ -202,6 +215,11 @@ def generate_launch_description() -> LaunchDescription:
             'respawn',
             default_value='false',
             description='restart a node that dies (a node failing at start-up is restarted too)',
+        ),
+        DeclareLaunchArgument(
+            'respawn_delay',
+            default_value='0.0',
+            description='seconds before a dead node is restarted (respawn:=true)',
         ),
     ]
     for node in graph.VEHICLE:

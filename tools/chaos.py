@@ -3,6 +3,7 @@
 
   python tools/chaos.py                         # every node, on emulated sensors
   python tools/chaos.py --nodes radar,camera    # some
+  python tools/chaos.py --respawn-delay-s 3     # each node down for 3 s at least
 
 ``launch/vehicle.launch.py emulate:=true respawn:=true`` runs the whole graph (camera from the
 dash-cam video into shared memory, ARS408 on a CAN replay bus, Xsens on a pty, microphone on an
@@ -13,15 +14,18 @@ its process, then launch respawns it. Measured per node:
   topic carries a message again;
 - **the rest keeps running**: messages on every other node's output during the outage (from
   the kill until the node is active again plus 1 s); a node that depends on the killed one
-  (the planner on the fusion) may idle, which the table shows;
+  (the planner on the fusion) may idle, which the table shows. The fusion does not depend on the
+  camera: after ``sync.camera_timeout_s`` without frames it fuses each radar scan on its own
+  (``camera_less`` in the result line);
 - **no torn frame delivered**: the fusion node's ``torn`` count (frames the ring overwrote while
   read: detected by the slot's sequence and dropped, never fused) and its ``camera_overruns``;
 - **no segment leaks**: shared-memory segments of the ROS domain before, during and after the
   run (the camera's ring keeps its name across a restart, so a killed camera leaves nothing).
 
 Prints a table and ``RESULT nodes=… back_max_s=… active_max_s=… rest_stalled=… torn=…
-shm_before=… shm_after=… leaked=…``; writes ``chaos.json`` under ``--out``. Exit status 1 when a
-node did not come back, another node stalled that does not depend on it, or a segment leaked.
+camera_less=… shm_running=… shm_end=… leaked=…``; writes ``chaos.json`` under ``--out``. Exit
+status 1 when a node did not come back, another node stalled that does not depend on it, or a
+segment leaked.
 """
 
 from __future__ import annotations
@@ -127,6 +131,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--backend', default='onnxruntime')
     parser.add_argument('--device', default='cpu')
     parser.add_argument('--back-deadline-s', type=float, default=60.0)
+    parser.add_argument(
+        '--respawn-delay-s',
+        type=float,
+        default=0.0,
+        help='launch waits this long before restarting a killed node: a longer outage',
+    )
     parser.add_argument('--out', type=Path, default=ROOT / 'results' / 'chaos')
     args = parser.parse_args(argv)
     victims = [n.strip() for n in args.nodes.split(',') if n.strip()]
@@ -151,6 +161,7 @@ def main(argv: list[str] | None = None) -> int:
         {
             'emulate': 'true',
             'respawn': 'true',
+            'respawn_delay': str(args.respawn_delay_s),
             'overrides': str(overrides),
             'data': str(args.data),
         },
@@ -159,6 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     rows: list[dict[str, Any]] = []
     shm_during: list[str] = []
+    camera_less = 0  # most frames the fusion fused without the camera (it restarts at 0)
     try:
         end = time.monotonic() + 240.0
         while not all(probe.arrivals[n] for n in OUTPUTS):
@@ -214,7 +226,8 @@ def main(argv: list[str] | None = None) -> int:
                 f'{"-" if first is None else f"{first - kill_mono:.2f} s"}; '
                 f'stalled meanwhile: {stalled or "none"}'
             )
-            probe.spin(2.0)
+            probe.spin(2.0)  # the fusion's diagnostics of the outage, too
+            camera_less = max(camera_less, int(probe.fusion.get('frames_without_camera') or 0))
         shm_end = shm_segments(domain)
     finally:
         status = launched.stop(timeout_s=30.0)
@@ -238,7 +251,8 @@ def main(argv: list[str] | None = None) -> int:
     report.console.print(table)
     report.console.print(
         f'fusion: torn {fusion.get("torn", "?")}, camera overruns '
-        f'{fusion.get("camera_overruns", "?")}; shm segments before {len(shm_before)}, '
+        f'{fusion.get("camera_overruns", "?")}, frames fused without the camera '
+        f'{camera_less}; shm segments before {len(shm_before)}, '
         f'running {len(shm_during)}, at the end {len(shm_end)}, after stop {len(shm_after)} '
         f'(leaked: {leaked or "none"}); launch exit status {status}'
     )
@@ -263,6 +277,7 @@ def main(argv: list[str] | None = None) -> int:
         rest_stalled=sum(len(r.get('stalled', ())) for r in rows),
         failed=len(failed),
         torn=fusion.get('torn', 'nan'),
+        camera_less=camera_less,
         shm_running=len(shm_during),
         shm_end=len(shm_end),
         leaked=len(leaked),

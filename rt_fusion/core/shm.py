@@ -37,6 +37,7 @@ import os
 import re
 import stat
 import struct
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -241,11 +242,18 @@ class _Mapping:
         _pack(self.mm, _H_FLAGS, flags)
 
     def release(self) -> None:
-        """Drops the views and closes the mapping if no caller still holds a payload view."""
+        """Drops this mapping's own views and unmaps, unless a payload view is still held.
+
+        A numpy view keeps the mmap object alive but does not pin its buffer: ``mm.close()``
+        would succeed under it and leave it pointing at unmapped memory (a segfault on the next
+        read). So the mapping is closed here only when nothing but this object refers to it;
+        otherwise it is unmapped when the last view dies (a frame still queued behind a reader
+        that re-attached to a restarted writer).
+        """
         self._views.clear()
-        del self._futex_word
-        # A caller may still hold a zero-copy view: then the mapping lives until that view dies.
-        with contextlib.suppress(BufferError):
+        with contextlib.suppress(AttributeError):
+            del self._futex_word
+        if sys.getrefcount(self.mm) <= 2:  # self.mm and the call's argument
             self.mm.close()
 
 
@@ -571,11 +579,20 @@ class FrameView:
 
     desc: FrameDescriptor
     array: npt.NDArray[Any]
-    _reader: ShmRingReader
+    # The mapping itself, not the reader: a reader closed meanwhile (its writer restarted, the
+    # subscription re-attached) leaves the views it handed out checkable. The old instance
+    # has no writer any more, so a frame intact in it stays intact.
+    _mapping: _Mapping
 
     def valid(self) -> bool:
-        """True while the slot still holds this frame (seqlock check)."""
-        return self._reader.still_valid(self.desc)
+        """True while the slot still holds this frame (seqlock check); False once released."""
+        if self.array is _EMPTY:
+            return False
+        linux.fence()
+        try:
+            return self._mapping.generation(self.desc.slot) == self.desc.generation
+        except ValueError:  # released, and the mapping closed with the last view
+            return False
 
     def release(self) -> bool:
         """Drops the view; returns whether the frame stayed intact until now."""
@@ -728,7 +745,7 @@ class ShmRingReader:
                 f'slot {slot} generation {gen} holds sequence {seq} {dtype}{list(shape)}, '
                 f'descriptor says sequence {desc.sequence} {desc.dtype}{list(desc.shape)}',
             )
-        return FrameView(desc, m.payload(slot, desc.shape, np.dtype(desc.dtype)), self)
+        return FrameView(desc, m.payload(slot, desc.shape, np.dtype(desc.dtype)), m)
 
     def check_descriptor(self, desc: FrameDescriptor) -> None:
         """Validates a descriptor against this ring (not against the slot's current content).
@@ -809,7 +826,7 @@ class ShmRingReader:
         linux.fence()
         if m.generation(slot) != gen:
             return Overrun(sequence, 'overwritten while reading its metadata')
-        return FrameView(desc, m.payload(slot, shape, np.dtype(desc.dtype)), self)
+        return FrameView(desc, m.payload(slot, shape, np.dtype(desc.dtype)), m)
 
     def futex_word(self) -> int:
         """The current value of the wake-up word (read it before checking for new frames)."""

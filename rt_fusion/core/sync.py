@@ -11,8 +11,12 @@ For every camera frame at host time ``t_f`` (stamps already on the host timeline
 - **audio**: the window of samples that ends at ``t_f``.
 
 It waits for a modality at most ``max_wait_s`` after the frame arrived, then emits what it has and
-names the missing modalities. It never waits for a radar scan that could not be nearer than the
-one it has (the next scan is expected a radar period after the last). Queues are bounded; late
+names the missing modalities. The camera itself may go missing: once no frame has come for
+``camera_timeout_s`` (both in stamps, so a replay that is merely slow does not trigger it, and on
+the wall clock, so a live camera merely late does not), each radar scan anchors a frame of its own
+(``frame`` None, ``camera`` among the missing) until the camera is back. It never waits for a
+radar scan that could not be nearer than the one it has (the next scan is expected a radar
+period after the last). Queues are bounded; late
 (older than a frame already emitted), dropped (queue overflow) and out-of-order inputs are
 counted per stream. Time is passed in (``arrival_ns``, ``poll(now_ns)``): replaying the same
 input sequence gives bit-identical output.
@@ -92,6 +96,14 @@ class SyncParams:
         'used when they are there',
         default=(),
     )
+    camera_timeout_s: float = param(
+        'no camera frame for this long, in stamps and on the wall clock: frames are anchored '
+        'on the radar scans instead, without the camera (0: wait for the camera)',
+        unit='s',
+        default=0.5,
+        low=0.0,
+        high=10.0,
+    )
 
     def check(self) -> None:
         """Cross-field rules."""
@@ -162,7 +174,8 @@ class RadarAtFrame:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class AlignedFrame:
-    """One camera frame with everything aligned to it."""
+    """One camera frame with everything aligned to it (with the camera gone: a radar scan's
+    time, ``frame`` None and ``camera`` among the missing)."""
 
     stamp_ns: int
     frame: Any
@@ -236,6 +249,8 @@ class ImuBuffer:
         if k < 0:
             return None
         if k + 1 >= len(self.t):
+            if t == self.t[k]:  # on the newest sample: ready for the wait, so served
+                return self.gyro[k], self.accel[k], self.q[k]
             if not extrapolate or t - self.t[k] > max_gap_ns:
                 return None
             g = self.gyro[k]
@@ -308,6 +323,7 @@ class AudioBuffer:
 @dataclasses.dataclass(slots=True)
 class _Scan:
     stamp_ns: int
+    arrival_ns: int
     points: npt.NDArray[np.float64]
     motion: npt.NDArray[np.float64]  # (N, 3): displacement per second along the line of sight
 
@@ -317,6 +333,7 @@ class _PendingFrame:
     stamp_ns: int
     frame: Any
     arrival_ns: int
+    camera: bool = True  # False: anchored on a radar scan, the camera missing
 
 
 class Aligner:
@@ -341,12 +358,20 @@ class Aligner:
         self._extrapolate = p.imu_mode == 'extrapolate'
         self.extrapolation = ImuExtrapolation()
         self._unchecked: deque[tuple[int, Vec3, Vec3]] = deque(maxlen=64)
+        self._camera_timeout_ns = int(p.camera_timeout_s * _NS)
+        # The last camera frame (else the first input of any stream): (stamp, arrival).
+        self._camera_seen: tuple[int, int] | None = None
+        self.camera_less = 0  # frames emitted without a camera frame
 
     # -- inputs --------------------------------------------------------------------------------
 
-    def _late(self, stream: str, stamp_ns: int) -> bool:
+    def _late(self, stream: str, stamp_ns: int, arrival_ns: int) -> bool:
         st = self.stats[stream]
         st.received += 1
+        if stream == 'camera':
+            self._camera_seen = (stamp_ns, arrival_ns)
+        elif self._camera_seen is None:
+            self._camera_seen = (stamp_ns, arrival_ns)  # the camera is awaited from here
         if self._emitted_ns is not None and stamp_ns <= self._emitted_ns:
             st.late += 1  # kept anyway: it may still serve the next frames (interpolation)
             return True
@@ -355,7 +380,7 @@ class Aligner:
     def push_camera(self, stamp_ns: int, frame: Any, arrival_ns: int) -> None:
         """A camera frame (any payload: a view, a descriptor) stamped on the host timeline."""
         st = self.stats['camera']
-        if self._late('camera', stamp_ns):
+        if self._late('camera', stamp_ns, arrival_ns):
             return  # a frame older than one already emitted cannot be emitted in order
         if self._frames and stamp_ns <= self._frames[-1].stamp_ns:
             st.out_of_order += 1
@@ -369,8 +394,7 @@ class Aligner:
         self, stamp_ns: int, gyro: npt.ArrayLike, accel: npt.ArrayLike, arrival_ns: int
     ) -> None:
         """An IMU sample: angular rate [rad/s] and acceleration [m/s²]."""
-        del arrival_ns  # IMU readiness depends on stamps only
-        self._late('imu', stamp_ns)
+        self._late('imu', stamp_ns, arrival_ns)  # readiness depends on stamps only
         last = self.imu.last_t()
         if last is not None and stamp_ns <= last:
             self.stats['imu'].out_of_order += 1
@@ -396,10 +420,9 @@ class Aligner:
         self, name: str, stamp_ns: int, points: npt.NDArray[np.float64], arrival_ns: int
     ) -> None:
         """A radar scan: (N, 4) array of x, y, z [m] and radial velocity [m/s]."""
-        del arrival_ns
         if name not in self.radar:
             raise ParameterError('radars', self.params.radars, f'unknown radar stream {name!r}')
-        self._late(name, stamp_ns)
+        self._late(name, stamp_ns, arrival_ns)
         scans = self.radar[name]
         if scans and stamp_ns <= scans[-1].stamp_ns:
             self.stats[name].out_of_order += 1
@@ -410,12 +433,11 @@ class Aligner:
             # A slow average of the scan period, to know when the next scan is due.
             self.radar_period_ns[name] = period if old == 0 else (7 * old + period) // 8
         pts = np.asarray(points, dtype=np.float64)
-        scans.append(_Scan(stamp_ns, pts, line_of_sight_motion(pts)))
+        scans.append(_Scan(stamp_ns, arrival_ns, pts, line_of_sight_motion(pts)))
 
     def push_audio(self, stamp_ns: int, samples: npt.NDArray[Any], arrival_ns: int) -> None:
         """An audio block (frames, channels) whose first sample was taken at ``stamp_ns``."""
-        del arrival_ns
-        self._late('audio', stamp_ns)
+        self._late('audio', stamp_ns, arrival_ns)
         if self.audio.total and stamp_ns < self.audio.anchor_ns:
             self.stats['audio'].out_of_order += 1
             return
@@ -448,26 +470,73 @@ class Aligner:
         return False, before
 
     def poll(self, now_ns: int) -> list[AlignedFrame]:
-        """Emits every pending frame that is complete or has waited ``max_wait``."""
+        """Emits every pending frame that is complete or has waited ``max_wait``; without a
+        camera for ``camera_timeout_s``, a frame per radar scan."""
         out: list[AlignedFrame] = []
         while self._frames:
             pf = self._frames[0]
-            t = pf.stamp_ns
-            timed_out = now_ns - pf.arrival_ns >= self._max_wait_ns
-            imu_last = self.imu.last_t()
-            waits = self.params.waits_for
-            imu_ready = not waits('imu') or (
-                imu_last is not None
-                and (imu_last >= t or (self._extrapolate and t - imu_last <= self._imu_gap_ns))
-            )
-            choices = {name: self._radar_choice(name, t) for name in self.radar}
-            radar_ready = all(decided or not waits(name) for name, (decided, _) in choices.items())
-            audio_ready = not waits('audio') or (self.audio.total > 0 and self.audio.end_ns() >= t)
-            if not (timed_out or (imu_ready and radar_ready and audio_ready)):
+            choices = {name: self._radar_choice(name, pf.stamp_ns) for name in self.radar}
+            if not self._ready(pf, choices, now_ns):
                 break
             self._frames.popleft()
             out.append(self._emit(pf, choices, now_ns))
+        while not self._frames and self._camera_timeout_ns:
+            anchored = self._radar_anchor(now_ns)
+            if anchored is None:
+                break
+            pf, choices = anchored
+            if not self._ready(pf, choices, now_ns):
+                break
+            self.camera_less += 1
+            out.append(self._emit(pf, choices, now_ns))
         return out
+
+    def _ready(
+        self, pf: _PendingFrame, choices: dict[str, tuple[bool, _Scan | None]], now_ns: int
+    ) -> bool:
+        """Is every awaited modality there for ``pf``, or has it waited ``max_wait``?"""
+        t = pf.stamp_ns
+        if now_ns - pf.arrival_ns >= self._max_wait_ns:
+            return True
+        imu_last = self.imu.last_t()
+        waits = self.params.waits_for
+        imu_ready = not waits('imu') or (
+            imu_last is not None
+            and (imu_last >= t or (self._extrapolate and t - imu_last <= self._imu_gap_ns))
+        )
+        radar_ready = all(decided or not waits(name) for name, (decided, _) in choices.items())
+        audio_ready = not waits('audio') or (self.audio.total > 0 and self.audio.end_ns() >= t)
+        return imu_ready and radar_ready and audio_ready
+
+    def _radar_anchor(
+        self, now_ns: int
+    ) -> tuple[_PendingFrame, dict[str, tuple[bool, _Scan | None]]] | None:
+        """The next radar scan to anchor a frame on when the camera has been silent for
+        ``camera_timeout_s`` in stamps and on the wall clock; None if there is none (yet)."""
+        if self._camera_seen is None:
+            return None
+        seen_stamp, seen_arrival = self._camera_seen
+        if now_ns - seen_arrival < self._camera_timeout_ns:
+            return None
+        floor = seen_stamp + self._camera_timeout_ns
+        if self._emitted_ns is not None:
+            floor = max(floor, self._emitted_ns + 1)
+        best: tuple[str, _Scan] | None = None
+        for name, scans in self.radar.items():
+            for scan in scans:
+                if scan.stamp_ns >= floor:
+                    if best is None or scan.stamp_ns < best[1].stamp_ns:
+                        best = (name, scan)
+                    break
+        if best is None:
+            return None
+        name, scan = best
+        t = scan.stamp_ns
+        choices = {
+            other: (True, scan) if other == name else self._radar_choice(other, t)
+            for other in self.radar
+        }
+        return _PendingFrame(t, None, scan.arrival_ns, camera=False), choices
 
     def _emit(
         self, pf: _PendingFrame, choices: dict[str, tuple[bool, _Scan | None]], now_ns: int
@@ -507,6 +576,8 @@ class Aligner:
         audio = self.audio.window(t, self._audio_len) if self.audio.total else None
         if audio is None:
             missing.append('audio')
+        if not pf.camera:
+            missing.append('camera')
         self._emitted_ns = t
         return AlignedFrame(t, pf.frame, imu, radar, audio, tuple(missing), now_ns - pf.arrival_ns)
 

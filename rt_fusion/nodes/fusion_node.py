@@ -17,7 +17,9 @@ network runs on the frame (``backend``: onnxruntime, torch or tensorrt; ``none``
 ``inputs_complete_ns`` is when the aligner released the frame and ``published_ns`` when the
 list went out: the difference is this node's latency) and ``~/out/odometry`` (nav_msgs/Odometry,
 dead-reckoned ``odom`` → ``base_link``). A torn frame (the ring overwrote it while the network
-read it) is counted and skipped; missing modalities degrade the output, never stall it.
+read it) is counted and skipped; missing modalities degrade the output, never stall it: with
+no camera frame for ``sync.camera_timeout_s`` each radar scan is fused on its own (radar and IMU
+only, ``frames_without_camera`` in the diagnostics) until the camera is back.
 ``/diagnostics``: frames, missing modalities, torn frames, latency P50/P99.
 
 All the work happens in one worker thread (the executor only queues inputs), which runs with the
@@ -136,6 +138,7 @@ class FusionNode(node_utils.DeviceNode):
             name: LatencyRecorder(100_000) for name in ('fuse', 'messages', 'odometry', 'objects')
         }
         self.frames = self.torn = self.inference_errors = self.infer_skipped = 0
+        self.camera_less = 0  # frames fused on a radar scan while the camera was gone
         self._last_infer_ns = -(2**62)
         self.missing: dict[str, int] = {}
         self.worker_errors = 0
@@ -424,9 +427,13 @@ class FusionNode(node_utils.DeviceNode):
     def _process(self, aligned: AlignedFrame, released_ns: int) -> None:
         t0 = time.perf_counter_ns()
         period_ns = round(self.params.infer_period_s * 1e9)
-        skip = period_ns > 0 and aligned.stamp_ns - self._last_infer_ns < period_ns
+        camera = 'camera' not in aligned.missing
+        skip = not camera or (period_ns > 0 and aligned.stamp_ns - self._last_infer_ns < period_ns)
         try:
-            if skip:
+            if not camera:  # the camera is gone: radar and IMU carry the tracks meanwhile
+                self.camera_less += 1
+                out = None
+            elif skip:
                 self.infer_skipped += 1
                 out = None
             else:
@@ -529,7 +536,7 @@ class FusionNode(node_utils.DeviceNode):
             'frames_out_of_order': st.out_of_order,
             'frames_torn': self.torn,
             'frames_failed': self.worker_errors,
-            'frames_fused': self.frames,
+            'frames_fused': self.frames - self.camera_less,
         }
         undelivered = (
             'frames_delivered',
@@ -546,6 +553,7 @@ class FusionNode(node_utils.DeviceNode):
         cam = self.camera.stats if self.camera is not None else None
         values = {
             'frames': self.frames,
+            'frames_without_camera': self.camera_less,
             'torn': self.torn,
             'inference_errors': self.inference_errors,
             'inference_skipped': self.infer_skipped,

@@ -118,6 +118,59 @@ def test_a_sensor_that_stops_degrades_the_output_instead_of_stalling_it() -> Non
     assert outs[-1].missing == ('imu',)
 
 
+def test_without_the_camera_each_radar_scan_anchors_a_frame_until_the_camera_is_back() -> None:
+    # Camera every 30 ms but none from 210 to 990 ms; radar every 50 ms; IMU at 100 Hz.
+    # camera_timeout 300 ms: the scans from 500 ms (the last frame at 180 ms + 300, in stamps)
+    # to 1000 ms anchor frames; the camera is back at 1020 ms.
+    al = Aligner(_params(camera_timeout_s=0.3, wait_for=('imu',)))
+    outs = []
+    for t in range(0, 1300, 10):
+        _imu(al, t, 0.0, 0.0)
+        if t % 50 == 0:
+            al.push_radar('front', t * MS, np.array([[20.0, 0.0, 0.0, 0.0]]), t * MS)
+        if t % 30 == 0 and not 200 < t < 1000:
+            al.push_camera(t * MS, f'f{t}', t * MS)
+        outs += al.poll(t * MS)
+    camera_less = [o.stamp_ns // MS for o in outs if 'camera' in o.missing]
+    assert camera_less == list(range(500, 1001, 50))
+    assert al.camera_less == len(camera_less)
+    assert all(o.frame is None and o.radar['front'] is not None for o in outs if o.frame is None)
+    assert all(o.imu is not None for o in outs)  # the IMU still carries the ego motion
+    cam = [o.stamp_ns // MS for o in outs if o.frame is not None]
+    assert cam == [t for t in range(0, 1300, 30) if not 200 < t < 1000]
+    stamps = [o.stamp_ns for o in outs]
+    assert stamps == sorted(stamps)  # in time order, the camera's and the radar's frames
+
+
+def test_a_slow_replay_or_a_late_camera_does_not_count_as_a_camera_gone() -> None:
+    # Lock-step replay on a slow machine: 1 s of wall clock between messages, stamps 33 ms
+    # apart: never 300 ms without a camera frame in stamps.
+    al = Aligner(_params(camera_timeout_s=0.3, wait_for=()))
+    outs = []
+    for k in range(20):
+        t, wall = k * 33 * MS, k * 1000 * MS
+        al.push_radar('front', t + MS, np.zeros((0, 4)), wall)
+        al.push_camera(t, k, wall + 1)
+        outs += al.poll(wall + 2)
+    assert not any('camera' in o.missing for o in outs) and al.camera_less == 0
+    # Live, the camera 400 ms behind on the wall clock: no radar anchor before 300 ms of wall
+    # clock without a frame either.
+    al = Aligner(_params(camera_timeout_s=0.3, wait_for=()))
+    al.push_camera(0, 'a', 0)
+    al.push_radar('front', 500 * MS, np.zeros((0, 4)), 250 * MS)
+    assert [o.frame for o in al.poll(250 * MS)] == ['a']
+    assert al.poll(299 * MS) == []
+    (out,) = al.poll(300 * MS)
+    assert out.frame is None and out.missing == ('imu', 'audio', 'camera')
+
+
+def test_camera_timeout_zero_waits_for_the_camera() -> None:
+    al = Aligner(_params(camera_timeout_s=0.0))
+    for t in range(0, 2000, 50):
+        al.push_radar('front', t * MS, np.zeros((0, 4)), t * MS)
+        assert al.poll(t * MS) == []
+
+
 def test_audio_window_ends_at_the_frame_time() -> None:
     # 1 kHz audio, block stamped 0: sample i is at i ms. A frame at 50 ms with a 10-sample
     # window gets samples 40..49.

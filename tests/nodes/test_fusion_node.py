@@ -181,6 +181,7 @@ def test_non_finite_incomplete_and_backward_inputs_are_counted_and_never_fused(
         for _ in range(10):  # a few more diagnostics: the final counts
             executor.spin_once(timeout_sec=0.3)
         rejected = [latest['rejected']]
+        final = dict(latest)
     finally:
         node.destroy_node()
         context.try_shutdown()
@@ -195,6 +196,9 @@ def test_non_finite_incomplete_and_backward_inputs_are_counted_and_never_fused(
         'radar_incomplete',
         'radar_object_non_finite',
     }
+    # No camera at all: after sync.camera_timeout_s the clean scans are fused on their own.
+    assert int(final['frames_without_camera']) >= 1, final
+    assert int(final['frames_fused']) == 0 and 'camera' in final['missing'], final
 
 
 def test_a_siren_in_the_microphone_ring_becomes_an_audio_event_and_bad_blocks_are_counted(

@@ -46,11 +46,16 @@ def test_a_short_soak_reports_every_sample_and_no_growth_in_files_or_segments(
 def test_killed_nodes_come_back_and_leave_no_segment(procs: ProcGroup, tmp_path: Path) -> None:
     shared_file('camera/solidWhiteRight.mp4')  # skips where the recordings are absent
     chaos = procs.tool(
-        'chaos.py', '--nodes', 'camera,radar', '--out', str(tmp_path / 'chaos'), name='chaos'
+        *('chaos.py', '--nodes', 'camera,radar', '--respawn-delay-s', '2.0'),
+        *('--out', str(tmp_path / 'chaos')),
+        name='chaos',
     )
     result = _result(chaos.read_until('RESULT ', 500)[1])
     assert chaos.wait(60) == 0, chaos.stderr[-20:]
     assert result['nodes'] == '2' and result['failed'] == '0'
     assert result['leaked'] == '0' and result['rest_stalled'] == '0'
+    # The camera down for 2 s at least, longer than sync.camera_timeout_s (0.5 s): the fusion
+    # fused the radar scans on their own meanwhile instead of stalling.
+    assert int(result['camera_less']) > 0, result
     rows = json.loads((tmp_path / 'chaos' / 'chaos.json').read_text())['rows']
     assert all(r['new_pid'] not in (None, r['pid']) for r in rows)
