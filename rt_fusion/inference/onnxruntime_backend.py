@@ -38,13 +38,6 @@ class OrtBackend(Backend):
         opts.intra_op_num_threads = threads
         opts.inter_op_num_threads = inter_threads
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        # No spin-waiting: the caller may be a SCHED_FIFO thread (rt.*) and the pool's threads are
-        # not. A FIFO thread spinning for a pool thread queued behind it on the same core holds
-        # that core until the kernel's RT throttling cuts in (0.95 s of each second): the first
-        # inferences of the chaos run took 0.93-1.03 s each on 2 cores. Blocking costs a wake-up
-        # (tens of us) on a run of milliseconds.
-        opts.add_session_config_entry('session.intra_op.allow_spinning', '0')
-        opts.add_session_config_entry('session.inter_op.allow_spinning', '0')
         providers = ['CPUExecutionProvider']
         if device.startswith('cuda'):
             if 'CUDAExecutionProvider' not in ort.get_available_providers():

@@ -74,7 +74,11 @@ class FusionNodeParams:
         choices=('onnxruntime', 'torch', 'tensorrt', 'none'),
     )
     device: str = param('cpu, cuda or cuda:N', default='cpu')
-    threads: int = param('CPU threads of the backend (0: its default)', default=0, low=0)
+    threads: int = param(
+        'CPU threads of the backend (0: its default; always 1 on the CPU with rt.rt_priority > 0)',
+        default=0,
+        low=0,
+    )
     infer_period_s: float = param(
         'run the network at most this often, by frame stamps (0: every frame); the frames '
         'between are fused without camera detections (a detector slower than the camera then '
@@ -175,8 +179,21 @@ class FusionNode(node_utils.DeviceNode):
         self.input_hw = DEFAULT_INPUT_HW
         if p.backend != 'none':
             spec_path = node_utils.resolve_share(p.model)
+            threads = p.threads
+            if rt.rt_priority > 0 and p.device == 'cpu' and threads != 1:
+                # The worker is SCHED_FIFO; the backend's pool threads are not (ONNX Runtime
+                # pins them to cores), and the caller busy-waits for them at the end of each
+                # parallel section. A pool thread on the worker's core then runs only when the
+                # kernel's RT throttling stops the spinning worker: chaos runs on 2 cores saw
+                # 0.85-0.99 s inferences after a restart (30 ms otherwise). One thread: the
+                # worker runs the network itself.
+                self.get_logger().warning(
+                    f'threads {threads} -> 1: a SCHED_FIFO worker (rt.rt_priority '
+                    f'{rt.rt_priority}) must not wait on CPU inference threads of normal priority'
+                )
+                threads = 1
             try:
-                self.runner = FrameRunner(spec_path, p.backend, p.device, p.threads)
+                self.runner = FrameRunner(spec_path, p.backend, p.device, threads)
             except ModelError as err:
                 raise ParameterError('model', str(spec_path), str(err)) from err
             self.input_hw = self.runner.input_hw

@@ -109,6 +109,13 @@ def test_a_bad_parameter_fails_at_start_with_its_name(
     assert any(repr(name) in line for line in fusion.stderr), fusion.stderr[-5:]
 
 
+def test_a_sched_fifo_worker_runs_cpu_inference_on_one_thread(procs: ProcGroup) -> None:
+    # A FIFO worker busy-waiting for ONNX Runtime's pool threads (normal priority) stalled
+    # inferences for ~1 s (the kernel's RT throttling) in chaos runs: the node takes one thread.
+    fusion = _fusion(procs, '-p', 'threads:=2', '-p', 'rt.rt_priority:=10')
+    assert fusion.wait_stderr('threads 2 -> 1', 120), fusion.stderr[-5:]
+
+
 def test_a_missing_model_fails_at_start_with_its_path(procs: ProcGroup) -> None:
     fusion = _fusion(procs, '-p', 'model:=/nonexistent/net.yaml')
     assert fusion.wait(60) == 2
