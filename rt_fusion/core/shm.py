@@ -585,9 +585,7 @@ class FrameView:
     _mapping: _Mapping
 
     def valid(self) -> bool:
-        """True while the slot still holds this frame (seqlock check); False once released."""
-        if self.array is _EMPTY:
-            return False
+        """True while the slot still holds this frame (seqlock check)."""
         linux.fence()
         try:
             return self._mapping.generation(self.desc.slot) == self.desc.generation
