@@ -46,7 +46,7 @@ def hang(args: argparse.Namespace) -> None:
     ws = ring.acquire((args.size,), np.uint8, 'tensor')
     ws.array[: args.size // 2] = 0xEE  # half-written
     print(json.dumps({'midwrite': ws.sequence, 'epoch': ring.epoch_ns}), flush=True)
-    time.sleep(3600)  # until SIGKILL
+    time.sleep(3600)  # paced: hangs mid-write until the test sends SIGKILL
 
 
 def attach(args: argparse.Namespace) -> None:
