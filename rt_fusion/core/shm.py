@@ -583,14 +583,21 @@ class FrameView:
     # subscription re-attached) leaves the views it handed out checkable. The old instance
     # has no writer any more, so a frame intact in it stays intact.
     _mapping: _Mapping
+    # Set by the first check that found the frame intact: whoever checked has what it computed
+    # from the frame, so an overwrite after that loses nothing (a transport counting torn frames
+    # after its callback reads it, so that one frame is not counted both used and torn).
+    vouched: bool = False
 
     def valid(self) -> bool:
         """True while the slot still holds this frame (seqlock check)."""
         linux.fence()
         try:
-            return self._mapping.generation(self.desc.slot) == self.desc.generation
+            ok = self._mapping.generation(self.desc.slot) == self.desc.generation
         except ValueError:  # released, and the mapping closed with the last view
             return False
+        if ok:
+            self.vouched = True
+        return ok
 
     def release(self) -> bool:
         """Drops the view; returns whether the frame stayed intact until now."""

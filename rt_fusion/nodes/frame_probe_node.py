@@ -183,10 +183,10 @@ class FrameProbeNode(Node):
         if rec is None:
             rec = self._latency[path] = LatencyRecorder(self.params.count)
         rec.record(now - (desc.available_ns or desc.stamp_ns))
+        crc = crc32(frame.array) if self.params.echo else 0
+        if not frame.valid():  # overwritten before it was checked: counted torn by the
+            return  # subscription (the watchdog finishes)
         if self.params.echo:
-            crc = crc32(frame.array)
-            if not frame.valid():  # overwritten while read: counted torn (the watchdog finishes)
-                return
             print(frame_json(desc, crc, path), flush=True)
         self._received += 1
         if self._accounted():

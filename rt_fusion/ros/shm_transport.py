@@ -350,8 +350,9 @@ class ShmSubscription:
 
     ``frame`` has ``array`` (read-only numpy), ``desc`` and ``valid()``; ``path`` is ``'shm'``,
     ``'fast'`` or ``'ros'``. Frames older than the last delivered one and overwritten frames
-    are dropped and counted; a frame overwritten while the callback ran is counted as torn
-    (callbacks that keep results should check ``frame.valid()`` themselves).
+    are dropped and counted; a frame overwritten before the callback confirmed it intact
+    (``valid()`` True, or its ``release()``/``copy()``) is counted as torn, once: a frame is
+    either used or torn, never both (callbacks that keep results must check it).
 
     Args:
         node: owning node.
@@ -519,7 +520,10 @@ class ShmSubscription:
             elif path == 'ros':
                 self.stats.delivered_full += 1
             self.callback(got, path)
-            if not got.valid():
+            # Torn: overwritten before the callback could confirm it. A callback that checked
+            # the frame intact (``valid()``, ``release()``, ``copy()``) has its result, and a
+            # later overwrite loses nothing: counting it torn too would count one frame twice.
+            if isinstance(got, FrameView) and not got.vouched and not got.valid():
                 self.stats.torn += 1
 
     # -- same-host fast path -------------------------------------------------------------------

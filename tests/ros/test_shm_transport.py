@@ -264,3 +264,51 @@ def test_a_writer_waits_for_as_many_subscribers_as_it_is_told() -> None:
     finally:
         compat.try_shutdown(context=context)
     assert not (SHM_DIR / segment).exists()
+
+
+def test_a_frame_is_counted_used_or_torn_never_both() -> None:
+    """The ledger a listener keeps (used + overruns + torn = sent) stays exact when the writer
+    overwrites a slot during the callback: a callback that checked the frame intact has used
+    it and the later overwrite is not counted torn too (under load, a camera-node test once
+    counted 222 of 221 frames); one that did not check gets it counted torn."""
+    rclpy = pytest.importorskip('rclpy')
+    import numpy as np  # noqa: PLC0415
+
+    from rt_fusion.core.shm import FrameView, ShmRingReader, ShmRingWriter  # noqa: PLC0415
+    from rt_fusion.ros import compat  # noqa: PLC0415
+    from rt_fusion.ros.shm_transport import ShmSubscription  # noqa: PLC0415
+    from tests.conftest import ros_env  # noqa: PLC0415
+
+    context = rclpy.Context()
+    rclpy.init(context=context, domain_id=int(ros_env()['ROS_DOMAIN_ID']))
+    segment = f'rtf_test_{uuid.uuid4().hex[:10]}'
+    try:
+        node = rclpy.create_node('ledger', context=context)
+        with ShmRingWriter.create(segment, 16, 2) as writer, ShmRingReader.attach(segment) as rd:
+            used: list[int] = []
+
+            def overwrite_slot() -> None:  # two more frames: the ring of 2 wraps onto the view
+                for k in range(2):
+                    writer.write(np.full(16, k, np.uint8), 'tensor', k, k)
+
+            def checks_then_overwritten(frame: object, path: str) -> None:
+                assert isinstance(frame, FrameView)
+                if frame.valid():
+                    used.append(frame.desc.sequence)
+                overwrite_slot()
+
+            def overwritten_unchecked(frame: object, path: str) -> None:
+                overwrite_slot()
+
+            for callback, want_torn in ((checks_then_overwritten, 0), (overwritten_unchecked, 1)):
+                sub = ShmSubscription(node, f'/ledger/t{want_torn}', callback, transport='shm')
+                view = rd.read(writer.write(np.zeros(16, np.uint8), 'tensor', 0, 0))
+                assert isinstance(view, FrameView)
+                sub._deliver(view, 'shm')  # the delivery step every path goes through
+                assert not view.valid()  # the slot was overwritten in the callback
+                assert (len(used), sub.stats.delivered, sub.stats.torn) == (1, 1, want_torn)
+                sub.destroy()
+        node.destroy_node()
+    finally:
+        compat.try_shutdown(context=context)
+    assert not (SHM_DIR / segment).exists()
