@@ -16,10 +16,15 @@ the fusion node's camera ring), preprocessing is one CUDA graph replay, and the 
 from host, synchronised after each stage.
 
 Rows: each stage waited for on its own, their sum, and the two enqueued back to back on one
-stream with one wait (how the camera path runs).
+stream with one wait (how the camera path runs); with a decoder, the whole path to objects: the
+head copied to the host and decoded by numpy, and on CUDA also the fusion node's way (the head
+reduced to its peaks inside the CUDA graph, ``rt_fusion.inference.device_decode``: a few KB
+copied, the rows decoded).
 
 Final line: RESULT backend=... device=... pre_p99_ms=... infer_p50_ms=... infer_p99_ms=...
-total_p99_ms=... (total: preprocessing + inference with one wait).
+total_p99_ms=... [decode_p99_ms=... with_decode_p99_ms=... device_decode_p99_ms=...] (total:
+preprocessing + inference with one wait; with_decode: + copy + numpy decode; device_decode: +
+peaks in the graph + copy + decode).
 """
 
 from __future__ import annotations
@@ -34,9 +39,11 @@ from typing import Any
 import numpy as np
 
 from rt_fusion.core.latency import summarize_ns
-from rt_fusion.core.perception.decoders import decode
+from rt_fusion.core.perception.decoders import CenternetPeaks, decode
 from rt_fusion.inference import backend as backends
+from rt_fusion.inference.device_decode import centernet_peaks
 from rt_fusion.inference.preprocess import CpuPreprocessor
+from rt_fusion.inference.runner import PEAKS
 from rt_fusion.inference.spec import load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -82,6 +89,16 @@ def run_config(
     if threads:
         options['threads'] = threads
     be: Any = backends.create(backend, spec, **options)
+    out_name = spec.outputs[spec.decoder.output if spec.decoder else 0].name
+    # On CUDA the fusion node reduces a centernet head to its peaks inside the graph
+    # (device_decode); both ways to the objects are timed.
+    on_device = bool(
+        cuda and backend == 'torch' and spec.decoder and spec.decoder.type == 'centernet'
+    )
+    if on_device:
+        assert spec.decoder is not None
+        nc, top_k = len(spec.decoder.classes), spec.decoder.top_k
+        be.add_postprocess(PEAKS, lambda outs: centernet_peaks(outs[out_name], nc, top_k))
     if cuda:
         from rt_fusion.inference.preprocess import TorchPreprocessor  # noqa: PLC0415
 
@@ -125,7 +142,6 @@ def run_config(
     # the host; the decoder is numpy).
     decoded_ns = np.empty(runs if spec.decoder else 0, np.int64)
     decode_ns = np.empty(runs if spec.decoder else 0, np.int64)
-    out_name = spec.outputs[spec.decoder.output if spec.decoder else 0].name
     for i in range(len(decoded_ns) + 20 if spec.decoder else 0):
         assert spec.decoder is not None
         t0 = time.perf_counter_ns()
@@ -140,6 +156,19 @@ def run_config(
         if i >= 20:
             decoded_ns[i - 20] = time.perf_counter_ns() - t0
             decode_ns[i - 20] = time.perf_counter_ns() - t1
+    # The same with the peaks found in the graph: a few KB copied, the rows decoded.
+    peaks_ns = np.empty(runs if on_device else 0, np.int64)
+    peaks_decode_ns = np.empty(runs if on_device else 0, np.int64)
+    for i in range(len(peaks_ns) + 20 if on_device else 0):
+        assert spec.decoder is not None
+        t0 = time.perf_counter_ns()
+        pre(frame)
+        rows = be.run_to_host(PEAKS)
+        t1 = time.perf_counter_ns()
+        decode(CenternetPeaks(rows), spec.decoder, spec.preprocessing.resize)
+        if i >= 20:
+            peaks_ns[i - 20] = time.perf_counter_ns() - t0
+            peaks_decode_ns[i - 20] = time.perf_counter_ns() - t1
     name = getattr(be, 'fallback_reason', '') or ''
     result = {
         'backend': backend,
@@ -152,6 +181,8 @@ def run_config(
         'fused': summarize_ns(fused_ns),
         'decode': summarize_ns(decode_ns) if len(decode_ns) else None,
         'decoded': summarize_ns(decoded_ns) if len(decoded_ns) else None,
+        'peaks_decode': summarize_ns(peaks_decode_ns) if len(peaks_ns) else None,
+        'peaks': summarize_ns(peaks_ns) if len(peaks_ns) else None,
         'note': name,
     }
     be.release()
@@ -244,6 +275,9 @@ def main(argv: list[str] | None = None) -> int:
         if r['decoded'] is not None:
             rows[f'{label}: decode (numpy)'] = r['decode']
             rows[f'{label}: pre + infer + copy + decode'] = r['decoded']
+        if r['peaks'] is not None:
+            rows[f'{label}: decode peak rows (numpy)'] = r['peaks_decode']
+            rows[f'{label}: pre + infer + peaks in graph + copy + decode'] = r['peaks']
         if r['note']:
             extra[f'{label}: pre + infer, one wait'] = {'note': r['note']}
     if args.h2d and cuda:
@@ -274,6 +308,11 @@ def main(argv: list[str] | None = None) -> int:
                 'with_decode_p99_ms': main_r['decoded'].p99_us / 1e3,
             }
             if main_r['decoded'] is not None
+            else {}
+        ),
+        **(
+            {'device_decode_p99_ms': main_r['peaks'].p99_us / 1e3}
+            if main_r['peaks'] is not None
             else {}
         ),
     )

@@ -157,6 +157,7 @@ class Probe:
         self.hello = HELLO  # a writer's handshake descriptor: no frame
         self.committed = 0  # camera frames committed (their descriptors)
         self.ledger: dict[str, int] = {}  # the fusion node's frame ledger (its diagnostics)
+        self.stages: dict[str, str] = {}  # and its stage times
         self.node.create_subscription(ShmFrame, '/camera/out/image/shm', self._on_frame, qos)
         self.node.create_subscription(DiagnosticArray, '/diagnostics', self._on_diag, 20)
         for name in self.objects:
@@ -174,6 +175,12 @@ class Probe:
 
         for _status, values in diagnostics.statuses(m, 'fusion'):
             self.ledger = {k: int(v) for k, v in values.items() if k.startswith('frames_')}
+            # where the fusion node's time goes after inference (its own P50/P99 per stage)
+            self.stages = {
+                k: values[k]
+                for k in ('inference_p99_us', 'stages_p50_us', 'stages_p99_us')
+                if k in values
+            }
 
     def accounted(self) -> bool:
         """Whether the fusion node's ledger accounts for every committed frame (nothing in
@@ -879,6 +886,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     ledgers = {name: frame_ledger(probe) for name, (probe, _bad, _graph) in runs.items()}
     report.console.print(ledger_table(ledgers))
+    stages = {name: probe.stages for name, (probe, _bad, _graph) in runs.items()}
+    for name, st in stages.items():
+        if st:
+            report.console.print(
+                f'{name} fusion node, its own stage times [µs] (every frame, start-up included): '
+                f'P50 {st.get("stages_p50_us", "-")}; P99 {st.get("stages_p99_us", "-")}; '
+                f'inference P99 {st.get("inference_p99_us", "-")}'
+            )
     # Frames lost where no configured bound explains it (the transport, a stuck or failed
     # frame) fail rt_fusion's run; the conventional graph's losses are shown, not failed.
     unexplained = ledgers['rt_fusion']['unexplained']
@@ -907,6 +922,7 @@ def main(argv: list[str] | None = None) -> int:
             'latency': rows,
             'failed': failed,
             'frame_ledger': ledgers,
+            'fusion_stages': stages,
             'samples_ns': samples,
         },
     )

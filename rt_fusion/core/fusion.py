@@ -551,14 +551,19 @@ class FusionEngine:
     def fuse(
         self,
         frame: AlignedFrame,
-        network_output: npt.NDArray[Any] | None = None,
+        network_output: Any = None,
         input_hw: tuple[int, int] = (384, 640),
+        *,
+        detections: list[CameraDetection] | None = None,
     ) -> FusedFrame:
-        """One frame; ``network_output`` is the model's first output (1, C, H, W) or None."""
+        """One frame; ``network_output`` is the model's output for the decoder (or None), or
+        ``detections`` its decoded detections (a caller timing the decoder on its own)."""
         self._advance_ego(frame)
         evidence = None
         cams: list[CameraDetection] | None = None
-        if network_output is not None and self.decoder is not None:
+        if detections is not None:
+            cams = self.camera_detections = detections
+        elif network_output is not None and self.decoder is not None:
             cams = decode(network_output, self.decoder, input_hw)
             self.camera_detections = cams
         elif network_output is not None:

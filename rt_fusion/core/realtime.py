@@ -21,6 +21,7 @@ import dataclasses
 import gc
 import os
 import resource
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -64,6 +65,14 @@ class RealtimeParams:
     freeze_gc: bool = param('gc.freeze() after start-up, automatic collection off', default=True)
     require_rt: bool = param(
         'fail at start-up when the real-time set-up is refused', default=False
+    )
+    switch_interval_s: float = param(
+        "Python's GIL switch interval: the longest a running thread keeps the interpreter from "
+        'one that woke (a worker back from the GPU) before it must hand it over',
+        unit='s',
+        default=0.005,
+        low=0.00005,
+        high=0.1,
     )
 
     def check(self) -> None:
@@ -132,6 +141,7 @@ def apply(params: RealtimeParams) -> RealtimeReport:
     """
     params.check_host()
     report = RealtimeReport()
+    sys.setswitchinterval(params.switch_interval_s)
     libc = _libc()
 
     def refuse(what: str) -> None:

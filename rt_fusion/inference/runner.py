@@ -14,12 +14,14 @@ from typing import Any, cast
 
 import numpy as np
 
+from rt_fusion.core.perception.decoders import CenternetPeaks
 from rt_fusion.inference import backend as backends
 from rt_fusion.inference import pinned
 from rt_fusion.inference.preprocess import CpuPreprocessor, TorchPreprocessor
 from rt_fusion.inference.spec import ModelSpec, load_spec
 
 DEFAULT_INPUT_HW = (384, 640)  # the model input the fusion assumes without a network
+PEAKS = 'centernet_peaks'  # the extra output of device_decode
 
 
 class FrameRunner:
@@ -30,23 +32,47 @@ class FrameRunner:
         backend: ``onnxruntime``, ``torch`` or ``tensorrt``.
         device: ``cpu``, ``cuda`` or ``cuda:N``.
         threads: CPU threads of the backend (0: its default).
+        device_decode: on CUDA with the torch backend, reduce a centernet head to its peaks on
+            the GPU inside the model's CUDA graph (:mod:`rt_fusion.inference.device_decode`):
+            ``run`` then returns :class:`CenternetPeaks` (a few KB) instead of the whole head.
 
     Raises:
         ModelError: the spec, the model or its runtime cannot be loaded.
     """
 
-    def __init__(self, spec_path: Path | str, backend: str, device: str, threads: int = 0) -> None:
+    def __init__(
+        self,
+        spec_path: Path | str,
+        backend: str,
+        device: str,
+        threads: int = 0,
+        *,
+        device_decode: bool = True,
+    ) -> None:
         self.spec: ModelSpec = load_spec(spec_path)
         options: dict[str, Any] = {'device': device}
         if threads:
             options['threads'] = threads
         # Any: the CUDA path uses members only the CUDA backends have (stream, run_to_host).
         self.model: Any = cast(Any, backends.create(backend, self.spec, **options))
-        self.model.prepare()
         self.cuda = str(getattr(self.model, 'device', 'cpu')).startswith('cuda')
         self.input_name = self.spec.inputs[0].name
         decoder = self.spec.decoder
         self.output_name = self.spec.outputs[decoder.output if decoder else 0].name
+        self.peaks = bool(
+            device_decode
+            and self.cuda
+            and decoder is not None
+            and decoder.type == 'centernet'
+            and hasattr(self.model, 'add_postprocess')
+        )
+        if self.peaks:
+            assert decoder is not None
+            from rt_fusion.inference.device_decode import centernet_peaks  # noqa: PLC0415
+
+            head, nc, top_k = self.output_name, len(decoder.classes), decoder.top_k
+            self.model.add_postprocess(PEAKS, lambda outs: centernet_peaks(outs[head], nc, top_k))
+        self.model.prepare()
         assert self.spec.preprocessing is not None
         self.input_hw: tuple[int, int] = tuple(self.spec.preprocessing.resize)  # type: ignore[assignment]
         self.pre: CpuPreprocessor | TorchPreprocessor | None = None
@@ -116,6 +142,8 @@ class FrameRunner:
         if not still_valid():
             return False
         if isinstance(self.pre, TorchPreprocessor):  # graph, output copy, one wait
+            if self.peaks:
+                return CenternetPeaks(self.model.run_to_host(PEAKS))
             return self.model.run_to_host(self.output_name)
         out = self.model.run()[self.output_name]
         return out if isinstance(out, np.ndarray) else out.float().cpu().numpy()

@@ -10,6 +10,7 @@ Python per layer.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -105,7 +106,17 @@ class TorchBackend(Backend):
         self._host_event: Any = torch.cuda.Event() if self.stream is not None else None
         self.graph = None
         self._use_graph = cuda_graph and self.stream is not None
+        # name -> fn(outputs) run after the network, inside its CUDA graph (add_postprocess)
+        self._post: dict[str, Callable[[dict[str, Any]], Any]] = {}
         self._check_outputs()
+
+    def add_postprocess(self, name: str, fn: Callable[[dict[str, Any]], Any]) -> None:
+        """An extra output ``name`` = ``fn(outputs)``, computed on the device after each forward
+        pass (captured into the same CUDA graph: fixed shapes, no host synchronisation).
+        Before :meth:`prepare`."""
+        if self.graph is not None:
+            raise ModelLoadError(f'{name}: post-processing must be added before prepare()')
+        self._post[name] = fn
 
     def _forward(self) -> dict[str, Any]:
         with self.torch.inference_mode():
@@ -116,7 +127,11 @@ class TorchBackend(Backend):
                 f'model {self.spec.name!r} returned {len(outs)} outputs, the '
                 f'spec lists {len(self.spec.outputs)}'
             )
-        return {t.name: o for t, o in zip(self.spec.outputs, outs, strict=True)}
+        named = {t.name: o for t, o in zip(self.spec.outputs, outs, strict=True)}
+        with self.torch.inference_mode():
+            for name, fn in self._post.items():
+                named[name] = fn(named)
+        return named
 
     def _check_outputs(self) -> None:
         outs = self._forward()

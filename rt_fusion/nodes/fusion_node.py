@@ -48,6 +48,7 @@ from rt_fusion.core.fusion import FusedFrame, FusionEngine, FusionParams, RadarO
 from rt_fusion.core.latency import LatencyRecorder
 from rt_fusion.core.params import param
 from rt_fusion.core.perception import tracker
+from rt_fusion.core.perception.decoders import decode
 from rt_fusion.core.perception.hearing import HearingParams
 from rt_fusion.core.sync import AlignedFrame, Aligner, SyncParams
 from rt_fusion.inference.hearing import load_hearing_model
@@ -78,6 +79,11 @@ class FusionNodeParams:
         'CPU threads of the backend (0: its default; always 1 on the CPU with rt.rt_priority > 0)',
         default=0,
         low=0,
+    )
+    device_decode: bool = param(
+        'on CUDA (torch backend), reduce a centernet head to its peaks inside the CUDA graph: '
+        'a few KB to the host instead of the whole head (false: the whole head, decoded by numpy)',
+        default=True,
     )
     infer_period_s: float = param(
         'run the network at most this often, by frame stamps (0: every frame); the frames '
@@ -139,7 +145,8 @@ class FusionNode(node_utils.DeviceNode):
         self.infer_ns = LatencyRecorder(1_000_000)
         # Where a frame's time goes after inference: fusion, message building, the two publishes.
         self.stage_ns = {
-            name: LatencyRecorder(100_000) for name in ('fuse', 'messages', 'odometry', 'objects')
+            name: LatencyRecorder(100_000)
+            for name in ('decode', 'fuse', 'messages', 'odometry', 'objects')
         }
         self.frames = self.torn = self.inference_errors = self.infer_skipped = 0
         self.camera_less = 0  # frames fused on a radar scan while the camera was gone
@@ -193,7 +200,9 @@ class FusionNode(node_utils.DeviceNode):
                 )
                 threads = 1
             try:
-                self.runner = FrameRunner(spec_path, p.backend, p.device, threads)
+                self.runner = FrameRunner(
+                    spec_path, p.backend, p.device, threads, device_decode=p.device_decode
+                )
             except ModelError as err:
                 raise ParameterError('model', str(spec_path), str(err)) from err
             self.input_hw = self.runner.input_hw
@@ -474,7 +483,14 @@ class FusionNode(node_utils.DeviceNode):
         if self.hearing is not None:
             siren = self.hearing.active.get('siren')
             self.engine.set_siren(siren.probability if siren is not None else None)
-        fused = self.engine.fuse(aligned, out, self.input_hw)
+        detections = None
+        if out is not None and self.engine.decoder is not None:
+            detections = decode(out, self.engine.decoder, self.input_hw)
+            out = None
+            t2 = time.perf_counter_ns()
+            self.stage_ns['decode'].record(t2 - t1)
+            t1 = t2
+        fused = self.engine.fuse(aligned, out, self.input_hw, detections=detections)
         for m in fused.missing:
             self.missing[m] = self.missing.get(m, 0) + 1
         self.stage_ns['fuse'].record(time.perf_counter_ns() - t1)
@@ -581,6 +597,11 @@ class FusionNode(node_utils.DeviceNode):
             'inference_p99_us': round(inf.p99_us, 1) if inf.count else '',
             'stages_p50_us': ', '.join(
                 f'{name} {r.summary().p50_us:.0f}'
+                for name, r in self.stage_ns.items()
+                if r.summary().count
+            ),
+            'stages_p99_us': ', '.join(
+                f'{name} {r.summary().p99_us:.0f}'
                 for name, r in self.stage_ns.items()
                 if r.summary().count
             ),

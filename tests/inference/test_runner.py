@@ -74,3 +74,32 @@ def test_the_cuda_runner_reads_a_pinned_ring_slot_and_agrees_with_the_cpu() -> N
         np.testing.assert_allclose(out, _reference(frame, 'bgr'), rtol=2e-2, atol=2e-2)
     finally:
         runner.release()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _cuda(), reason='no CUDA device (runs on the GPU machine)')
+def test_the_cuda_runner_decodes_peaks_in_its_graph_as_the_host_decoder_does() -> None:
+    from rt_fusion.core.perception.decoders import CenternetPeaks, decode  # noqa: PLC0415
+
+    spec_path = ROOT / 'models' / 'rtf_centernet.yaml'
+    frame = _frame()
+    frame[200:, :] = (90, 90, 90)  # a road: the model's scene, not only noise
+    on_gpu = FrameRunner(spec_path, 'torch', 'cuda')
+    whole = FrameRunner(spec_path, 'torch', 'cuda', device_decode=False)
+    try:
+        assert on_gpu.peaks and not whole.peaks
+        decoder = on_gpu.spec.decoder
+        assert decoder is not None
+        peaks = on_gpu.run(frame, 'bgr8', lambda: True)
+        head = whole.run(frame, 'bgr8', lambda: True)
+        assert isinstance(peaks, CenternetPeaks) and isinstance(head, np.ndarray)
+        assert peaks.rows.nbytes < head.nbytes / 50
+        a = decode(peaks, decoder, on_gpu.input_hw)
+        b = decode(head, decoder, whole.input_hw)
+        assert [(d.cls, round(d.score, 3)) for d in a] == [(d.cls, round(d.score, 3)) for d in b]
+        for x, y in zip(a, b, strict=True):
+            np.testing.assert_allclose(x.box, y.box, atol=0.05)
+            np.testing.assert_allclose(x.depth, y.depth, rtol=1e-3)
+    finally:
+        on_gpu.release()
+        whole.release()

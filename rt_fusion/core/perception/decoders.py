@@ -157,8 +157,24 @@ def _output(outputs: Sequence[npt.NDArray[Any]] | npt.NDArray[Any], spec: Decode
     return np.asarray(outputs[spec.output], np.float32)
 
 
-def decode_centernet(heads: npt.NDArray[Any], spec: DecoderSpec) -> list[CameraDetection]:
-    """``[1, C, H, W]`` centernet heads -> detections (see the module docstring)."""
+@dataclasses.dataclass(frozen=True, slots=True)
+class CenternetPeaks:
+    """A centernet head already reduced to its peaks where the model ran (on the GPU: see
+    ``rt_fusion.inference.device_decode``), so that a few hundred bytes cross to the host instead
+    of the whole head.
+
+    ``rows`` is float32 ``[K, 4 + R]``: class index, row, column (output cells), heatmap logit,
+    then the head's R regression channels (everything after the heatmaps) at that cell; the K
+    strongest 3x3 maxima over all classes, strongest first, including any below the threshold
+    (the threshold is applied here, by :func:`decode`).
+    """
+
+    rows: F32
+
+
+def centernet_peaks(heads: npt.NDArray[Any], spec: DecoderSpec) -> F32:
+    """``[1, C, H, W]`` centernet heads -> the ``CenternetPeaks.rows`` of its peaks at or above
+    the score threshold (3x3 local maxima, ties kept, top-K by score; numpy)."""
     out = np.asarray(heads, np.float32)
     if out.ndim == 4:
         if out.shape[0] != 1:
@@ -172,14 +188,11 @@ def decode_centernet(heads: npt.NDArray[Any], spec: DecoderSpec) -> list[CameraD
         )
     # Peaks on the logits (the sigmoid is monotonic): candidates over the threshold, then each
     # compared with its 8 neighbours only (cheaper than a full 3x3 maximum filter).
-    thr = spec.score_threshold
-    logit = (
-        math.log(thr / (1.0 - thr)) if 0.0 < thr < 1.0 else (-math.inf if thr <= 0 else math.inf)
-    )
+    logit = _logit(spec.score_threshold)
     heat = out[:nc]
     cls_i, ys, xs = np.nonzero(heat >= logit)
     if cls_i.size == 0:
-        return []
+        return np.zeros((0, 4 + spec.channels - nc), np.float32)
     padded = np.pad(heat, ((0, 0), (1, 1), (1, 1)), constant_values=-np.inf)
     value = heat[cls_i, ys, xs]
     peak = np.ones(len(value), bool)
@@ -187,32 +200,58 @@ def decode_centernet(heads: npt.NDArray[Any], spec: DecoderSpec) -> list[CameraD
         for dx in (0, 1, 2):
             if dy != 1 or dx != 1:
                 peak &= value >= padded[cls_i, ys + dy, xs + dx]
-    cls_i, ys, xs = cls_i[peak], ys[peak], xs[peak]
-    if cls_i.size == 0:
+    cls_i, ys, xs, value = cls_i[peak], ys[peak], xs[peak], value[peak]
+    order = np.argsort(-value, kind='stable')[: spec.top_k]
+    cls_i, ys, xs, value = cls_i[order], ys[order], xs[order], value[order]
+    rows = np.empty((len(xs), 4 + spec.channels - nc), np.float32)
+    rows[:, 0], rows[:, 1], rows[:, 2], rows[:, 3] = cls_i, ys, xs, value
+    rows[:, 4:] = out[nc:, ys, xs].T
+    return rows
+
+
+def _logit(thr: float) -> float:
+    if 0.0 < thr < 1.0:
+        return math.log(thr / (1.0 - thr))
+    return -math.inf if thr <= 0 else math.inf
+
+
+def decode_centernet_peaks(rows: npt.NDArray[Any], spec: DecoderSpec) -> list[CameraDetection]:
+    """``CenternetPeaks.rows`` -> detections: the threshold and top-K applied, boxes, sub-pixel
+    keypoints, depth and heading from the regression columns."""
+    rows = np.asarray(rows, np.float32)
+    if rows.ndim != 2 or rows.shape[1] != 4 + spec.channels - len(spec.classes):
+        raise DecoderError(
+            f'centernet peaks: shape {list(rows.shape)}, expected [K, '
+            f'{4 + spec.channels - len(spec.classes)}] for this decoder'
+        )
+    logit = rows[:, 3]
+    rows = rows[np.isfinite(logit) & (logit >= _logit(spec.score_threshold))][: spec.top_k]
+    if not len(rows):
         return []
-    scores = _sigmoid(heat[cls_i, ys, xs])
-    order = np.argsort(-scores, kind='stable')[: spec.top_k]
-    cls_i, ys, xs, scores = cls_i[order], ys[order], xs[order], scores[order]
-    k = nc
+    cls_i = rows[:, 0].astype(np.int64)
+    ys, xs = rows[:, 1], rows[:, 2]
+    scores = _sigmoid(rows[:, 3])
+    reg = rows[:, 4:].T  # (R, n)
+    k = 0
     s = float(spec.stride)
     if spec.box == 'ltrb_log':
-        ltrb = np.exp(np.clip(out[k : k + 4, ys, xs], -10.0, 10.0)) * s  # (4, n) input px
+        ltrb = np.exp(np.clip(reg[k : k + 4], -10.0, 10.0)) * s  # (4, n) input px
         k += 4
     else:
-        wh = out[k : k + 2, ys, xs] * s
+        wh = reg[k : k + 2] * s
         ltrb = np.concatenate([wh / 2, wh / 2])
         k += 2
-    off = out[k : k + 2, ys, xs]
+    off = reg[k : k + 2]
     k += 2
     u = (xs + off[0]) * s
     v = (ys + off[1]) * s
     depth = np.full(len(xs), np.nan, np.float32)
     if spec.depth == 'log':
-        depth = np.exp(np.clip(out[k, ys, xs], -5.0, 8.0))
+        depth = np.exp(np.clip(reg[k], -5.0, 8.0))
         k += 1
     heading = np.full(len(xs), np.nan, np.float32)
     if spec.heading:
-        heading = np.arctan2(out[k, ys, xs], out[k + 1, ys, xs])
+        heading = np.arctan2(reg[k], reg[k + 1])
     return [
         CameraDetection(
             int(cls_i[i]),
@@ -229,6 +268,11 @@ def decode_centernet(heads: npt.NDArray[Any], spec: DecoderSpec) -> list[CameraD
         )
         for i in range(len(xs))
     ]
+
+
+def decode_centernet(heads: npt.NDArray[Any], spec: DecoderSpec) -> list[CameraDetection]:
+    """``[1, C, H, W]`` centernet heads -> detections (see the module docstring)."""
+    return decode_centernet_peaks(centernet_peaks(heads, spec), spec)
 
 
 def nms(
@@ -322,11 +366,16 @@ def decode_yolox(
 
 
 def decode(
-    outputs: Sequence[npt.NDArray[Any]] | npt.NDArray[Any],
+    outputs: Sequence[npt.NDArray[Any]] | npt.NDArray[Any] | CenternetPeaks,
     spec: DecoderSpec,
     input_hw: tuple[int, int],
 ) -> list[CameraDetection]:
-    """The model's outputs -> detections, by the head the spec names."""
+    """The model's outputs -> detections, by the head the spec names (a centernet head may come
+    already reduced to its peaks: :class:`CenternetPeaks`)."""
+    if isinstance(outputs, CenternetPeaks):
+        if spec.type != 'centernet':
+            raise DecoderError(f'centernet peaks given to a {spec.type} decoder')
+        return decode_centernet_peaks(outputs.rows, spec)
     out = _output(outputs, spec)
     if spec.type == 'centernet':
         return decode_centernet(out, spec)
