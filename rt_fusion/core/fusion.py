@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -37,16 +38,17 @@ import numpy.typing as npt
 
 from rt_fusion.core.errors import ParameterError
 from rt_fusion.core.params import param
+from rt_fusion.core.perception import track_kernels as tk
 from rt_fusion.core.perception.decoders import (
     CameraDetection,
     CameraGeometry,
     DecoderSpec,
-    camera_to_vehicle,
     decode,
 )
 from rt_fusion.core.perception.ego import EgoMotion, EgoParams
 from rt_fusion.core.perception.tracker import (
     Detection,
+    Detections,
     Tracker,
     TrackerParams,
     along_ray_cov,
@@ -89,6 +91,8 @@ DEFAULT_SIZE = {
     CLASS_MOTORCYCLE: (2.2, 0.8),
     CLASS_STATIC: (2.0, 2.0),
 }
+# length, width per class id (rows: our classes; the default where DEFAULT_SIZE has none)
+_SIZES = np.array([DEFAULT_SIZE.get(k, (1.0, 1.0)) for k in range(CLASS_EMERGENCY + 1)])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -469,52 +473,66 @@ class FusionEngine:
         known = self.p.ego_speed_mps >= 0.0 or self.motion.pose.v_var <= 1.5**2
         self.tracker.step(scan_ns, dets, birth=known)
 
-    def _camera_vehicle(self, det: CameraDetection) -> tuple[int, float, float, float] | None:
-        """(class, x, y, range) of a camera detection in the vehicle frame, or None."""
-        cls = self._class_ids[det.cls] if det.cls < len(self._class_ids) else CLASS_UNKNOWN
-        if cls == CLASS_UNKNOWN:
-            return None
-        pos = camera_to_vehicle(det, self.geometry, DEFAULT_SIZE[cls][0] / 2)
-        if pos is None or pos[2] > self.p.camera_max_range_m:
-            return None
-        return cls, pos[0], pos[1], pos[2]
+    def camera_block(
+        self, cams: Sequence[CameraDetection], pose: tuple[float, float, float]
+    ) -> Detections:
+        """A camera frame's detections as the tracker's block, in ``odom`` at ``pose`` (x, y,
+        yaw), vectorised: each placed on the vehicle frame as :func:`camera_to_vehicle` does
+        (along its keypoint's ray with a regressed depth, else on the flat road below its box
+        plus half its class's length), dropped when its class is unknown, it is not on the road
+        ahead or beyond ``camera_max_range_m``; position only (a post: known to stand still),
+        its error along the line of sight growing with range (monocular depth)."""
+        p, geo = self.p, self.geometry
+        if not cams:
+            return Detections(np.zeros((0, tk.DET_WIDTH)))
+        a = np.array(
+            [(d.cls, d.score, *d.box, *d.keypoint, d.depth) for d in cams], dtype=np.float64
+        )
+        ids = np.array([*self._class_ids, CLASS_UNKNOWN], np.int64)
+        cls = ids[np.minimum(a[:, 0].astype(np.int64), len(self._class_ids))]
+        size = _SIZES
+        regressed = np.isfinite(a[:, 8]) & (a[:, 8] > 0.0)
+        below = a[:, 5] - geo.cy
+        on_road = regressed | (below > 1.0)
+        depth = np.where(
+            regressed, a[:, 8], geo.fy * geo.height / np.where(below > 1.0, below, 1.0)
+        )
+        depth = np.where(regressed, depth, depth + size[cls, 0] / 2)
+        u = np.where(regressed, a[:, 6], 0.5 * (a[:, 2] + a[:, 4]))
+        x = geo.x + depth
+        y = geo.y - (u - geo.cx) * depth / geo.fx
+        rng = np.hypot(depth, y - geo.y)
+        keep = (cls != CLASS_UNKNOWN) & on_road & (rng <= p.camera_max_range_m)
+        cls, x, y, rng, score = cls[keep], x[keep], y[keep], rng[keep], a[keep, 1]
+        ox, oy, oyaw = pose
+        c, s = math.cos(oyaw), math.sin(oyaw)
+        along = p.camera_position_std_m + p.camera_range_std * rng
+        across = p.camera_position_std_m + p.camera_bearing_std * rng
+        bearing = oyaw + np.arctan2(y, x - p.camera_x)
+        bc, bs = np.cos(bearing), np.sin(bearing)
+        a2, c2 = along**2, across**2
+        still = np.where(cls == CLASS_STATIC, 0.0, np.nan)
+        block = np.empty((len(cls), tk.DET_WIDTH))
+        block[:, tk.DXY] = ox + c * x - s * y
+        block[:, tk.DXY + 1] = oy + s * x + c * y
+        block[:, tk.DV] = block[:, tk.DV + 1] = still
+        block[:, tk.DCOV] = a2 * bc * bc + c2 * bs * bs  # along_ray_cov, vectorised
+        block[:, tk.DCOV + 1] = (a2 - c2) * bc * bs
+        block[:, tk.DCOV + 2] = a2 * bs * bs + c2 * bc * bc
+        block[:, tk.DVEL_VAR] = 0.5**2
+        block[:, tk.DCLS] = cls
+        block[:, tk.DCLS_PROB] = block[:, tk.DEXIST] = score
+        block[:, tk.DSIZE : tk.DSIZE + 2] = size[cls]
+        block[:, tk.DSOURCE] = SOURCE_CAMERA
+        block[:, tk.DBIRTH] = (score >= p.camera_birth_score) & (rng <= p.camera_birth_range_m)
+        return Detections(block)
 
     def _track_camera(self, stamp_ns: int, cams: list[CameraDetection], width: int) -> None:
         """A camera frame's detections: one tracker step at the frame time, position only."""
         p = self.p
         ox, oy, oyaw = self.motion.pose_at(stamp_ns)
         c, s = math.cos(oyaw), math.sin(oyaw)
-        dets = []
-        for det in cams:
-            placed = self._camera_vehicle(det)
-            if placed is None:
-                continue
-            cls, x, y, rng = placed
-            length, wid = DEFAULT_SIZE[cls]
-            # A camera measures no velocity, but a post is known to stand still.
-            still = 0.0 if cls == CLASS_STATIC else math.nan
-            # Monocular depth is uncertain along the line of sight, the bearing is not.
-            along = p.camera_position_std_m + p.camera_range_std * rng
-            across = p.camera_position_std_m + p.camera_bearing_std * rng
-            bearing = oyaw + math.atan2(y, x - p.camera_x)
-            dets.append(
-                Detection(
-                    ox + c * x - s * y,
-                    oy + s * x + c * y,
-                    still,
-                    still,
-                    pos_std=along,
-                    cov_xy=along_ray_cov(bearing, along, across),
-                    vel_std=0.5,
-                    can_birth=det.score >= p.camera_birth_score and rng <= p.camera_birth_range_m,
-                    cls=cls,
-                    cls_prob=det.score,
-                    exist_prob=det.score,
-                    length=length,
-                    width=wid,
-                    source=SOURCE_CAMERA,
-                )
-            )
+        dets = self.camera_block(cams, (ox, oy, oyaw))
 
         def covers(xy: npt.NDArray[np.float64]) -> npt.NDArray[np.bool_]:
             dx, dy = xy[:, 0] - ox, xy[:, 1] - oy

@@ -262,3 +262,77 @@ def test_a_heard_siren_marks_the_vehicle_moving_fastest_relative_to_the_ego() ->
     # as fast relative to the ego as a vehicle passing it, but the ego does the approaching).
     slower = RadarObjectIn(7, 30.0, 0.0, -5.0, 0.0, ars_class=1, prob_exist=0.99)
     assert all(o.object_class != CLASS_EMERGENCY for o in _one_frame(engine, [slower]).objects)
+
+
+def test_the_camera_block_places_each_detection_as_camera_to_vehicle_does() -> None:
+    """The vectorised camera path against the per-detection reference: camera_to_vehicle, the
+    along-the-ray covariance and the class's size, for detections with and without a regressed
+    depth, above the horizon, of an unknown class, beyond the range, and a post."""
+    from rt_fusion.core.fusion import (  # noqa: PLC0415
+        CLASS_STATIC,
+        CLASS_UNKNOWN,
+        DEFAULT_SIZE,
+        SOURCE_CAMERA,
+    )
+    from rt_fusion.core.perception import track_kernels as tk  # noqa: PLC0415
+    from rt_fusion.core.perception.decoders import (  # noqa: PLC0415
+        CameraDetection,
+        DecoderSpec,
+        camera_to_vehicle,
+    )
+    from rt_fusion.core.perception.tracker import Detection, Detections, along_ray_cov  # noqa: PLC0415
+
+    engine = FusionEngine(FusionParams(ego_speed_mps=0.0))
+    classes = ['car', 'pedestrian', 'spaceship', 'static']
+    engine.set_decoder(DecoderSpec.from_dict({'type': 'centernet', 'classes': classes}, 'test'))
+    rng = np.random.default_rng(3)
+    cams = []
+    for _ in range(200):
+        u, v = rng.uniform(0, 640), rng.uniform(150, 384)
+        depth = rng.choice([math.nan, -1.0, rng.uniform(2, 120)])
+        cams.append(
+            CameraDetection(
+                int(rng.integers(4)),
+                float(rng.uniform(0.2, 1.0)),
+                (u - 10, v - 8, u + 10, v + rng.uniform(-30, 30)),
+                (u, v),
+                float(depth),
+            )
+        )
+    pose = (12.0, -3.0, 0.3)
+    got = engine.camera_block(cams, pose).block
+    p, ox, oy, oyaw = engine.p, *pose
+    c, s = math.cos(oyaw), math.sin(oyaw)
+    want = []
+    for det in cams:
+        cls = engine._class_ids[det.cls]
+        if cls == CLASS_UNKNOWN:
+            continue
+        pos = camera_to_vehicle(det, engine.geometry, DEFAULT_SIZE[cls][0] / 2)
+        if pos is None or pos[2] > p.camera_max_range_m:
+            continue
+        x, y, r = pos
+        along = p.camera_position_std_m + p.camera_range_std * r
+        across = p.camera_position_std_m + p.camera_bearing_std * r
+        still = 0.0 if cls == CLASS_STATIC else math.nan
+        want.append(
+            Detection(
+                ox + c * x - s * y,
+                oy + s * x + c * y,
+                still,
+                still,
+                cov_xy=along_ray_cov(oyaw + math.atan2(y, x - p.camera_x), along, across),
+                vel_std=0.5,
+                can_birth=det.score >= p.camera_birth_score and r <= p.camera_birth_range_m,
+                cls=cls,
+                cls_prob=det.score,
+                exist_prob=det.score,
+                length=DEFAULT_SIZE[cls][0],
+                width=DEFAULT_SIZE[cls][1],
+                source=SOURCE_CAMERA,
+            )
+        )
+    assert 40 < len(want) < 180  # some of each kind were dropped
+    np.testing.assert_allclose(got, Detections.of(want).block, rtol=1e-12, atol=1e-9)
+    assert got.shape[1] == tk.DET_WIDTH
+    assert engine.camera_block([], pose).block.shape == (0, tk.DET_WIDTH)

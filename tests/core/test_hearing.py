@@ -38,6 +38,17 @@ def _centres(rate: int) -> np.ndarray:
     return freqs[np.argmax(mel.fb_t, axis=0)]
 
 
+@pytest.mark.parametrize('rate', [16_000, 44_100, 48_000])
+def test_the_window_is_scipy_s_periodic_hann(rate: int) -> None:
+    """The features were trained with scipy.signal.get_window('hann'); the node's numpy window
+    (no scipy.signal import at start-up) is the same one."""
+    from scipy.signal import get_window  # noqa: PLC0415
+
+    mel = hr.LogMel(rate)
+    want = get_window('hann', mel.win, fftbins=True).astype(np.float32)
+    np.testing.assert_allclose(mel.window, want, atol=1e-7)
+
+
 def test_the_filterbank_has_unit_peaks_in_rising_order() -> None:
     fb = hr.mel_filterbank(RATE, 2048, 64, 60.0, 7800.0)
     assert fb.shape == (64, 1025)

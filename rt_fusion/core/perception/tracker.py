@@ -494,9 +494,9 @@ class Tracker:
         if not len(lost):
             return
         ids = self._i[lost, tk.ID]
-        keep = (stamp_ns - self._lost_at <= self._revive_ns) & ~np.isin(
-            self._lost_i[:, tk.ID], ids
-        )
+        # (a broadcast compare: np.isin costs ~40 µs of set-up on these few ids)
+        again = (self._lost_i[:, tk.ID, None] == ids[None, :]).any(axis=1)
+        keep = (stamp_ns - self._lost_at <= self._revive_ns) & ~again
         self._lost_f = np.concatenate((self._lost_f[keep], self._f[lost]))
         self._lost_i = np.concatenate((self._lost_i[keep], self._i[lost]))
         self._lost_at = np.concatenate(
