@@ -22,7 +22,6 @@ import gc
 import os
 import resource
 import sys
-import threading
 from pathlib import Path
 
 import numpy as np
@@ -133,34 +132,8 @@ def _prefault_stack(kib: int) -> None:
         sys.setrecursionlimit(limit)
 
 
-class MemoryLock:
-    """``mlockall(MCL_CURRENT | MCL_FUTURE)`` started on a thread of its own, so that a node
-    can begin it early in its start-up and :func:`apply` collects the result: locking makes every
-    page of every mapped library resident (1.2 GB for the fusion node, about 0.15 s on 2 cores),
-    and ctypes lets the rest of the start-up run meanwhile. Also the malloc options that keep
-    freed heap in the process (global, whichever thread sets them)."""
-
-    def __init__(self) -> None:
-        self.errno = -1  # until the thread has run
-        self._thread = threading.Thread(target=self._lock, name='mlockall', daemon=True)
-        self._thread.start()
-
-    def _lock(self) -> None:
-        libc = _libc()
-        # Keep freed heap in the process: returning it would mean faults when it is reused.
-        libc.mallopt(M_TRIM_THRESHOLD, -1)
-        libc.mallopt(M_MMAP_MAX, 0)
-        self.errno = 0 if libc.mlockall(MCL_CURRENT | MCL_FUTURE) == 0 else ctypes.get_errno()
-
-    def wait(self) -> int:
-        """0 when the memory is locked, else the errno of mlockall."""
-        self._thread.join()
-        return self.errno
-
-
-def apply(params: RealtimeParams, memory_lock: MemoryLock | None = None) -> RealtimeReport:
-    """Applies the real-time set-up of ``params`` to this process (``memory_lock``: the
-    :class:`MemoryLock` the caller started early, with ``lock_memory``; else it runs here).
+def apply(params: RealtimeParams) -> RealtimeReport:
+    """Applies the real-time set-up of ``params`` to this process.
 
     Raises:
         RealtimeError: a step was refused and ``require_rt`` is set.
@@ -169,6 +142,7 @@ def apply(params: RealtimeParams, memory_lock: MemoryLock | None = None) -> Real
     params.check_host()
     report = RealtimeReport()
     sys.setswitchinterval(params.switch_interval_s)
+    libc = _libc()
 
     def refuse(what: str) -> None:
         if params.require_rt:
@@ -184,10 +158,13 @@ def apply(params: RealtimeParams, memory_lock: MemoryLock | None = None) -> Real
     else:
         report.cpus = tuple(sorted(os.sched_getaffinity(0)))
     if params.lock_memory:
-        errno = (memory_lock or MemoryLock()).wait()
-        if errno == 0:
+        # Keep freed heap in the process: returning it would mean faults when it is reused.
+        libc.mallopt(M_TRIM_THRESHOLD, -1)
+        libc.mallopt(M_MMAP_MAX, 0)
+        if libc.mlockall(MCL_CURRENT | MCL_FUTURE) == 0:
             report.memory_locked = True
         else:
+            errno = ctypes.get_errno()
             soft, _ = resource.getrlimit(resource.RLIMIT_MEMLOCK)
             refuse(f'mlockall: {os.strerror(errno)} (RLIMIT_MEMLOCK {soft} bytes)')
     if params.prefault_heap_mib:

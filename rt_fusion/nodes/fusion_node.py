@@ -171,9 +171,6 @@ class FusionNode(node_utils.DeviceNode):
         fusion_params = node_utils.declare_params(self, FusionParams, 'fusion.')
         rt = node_utils.declare_params(self, realtime.RealtimeParams, 'rt.')
         hearing = node_utils.declare_params(self, HearingParams, 'hearing.')
-        # Page-locking every mapped library takes a while: begun now, it runs while the model
-        # and the tracker's kernels load (apply() below collects it).
-        memory_lock = realtime.MemoryLock() if rt.lock_memory else None
         if len(self.sync_params.radars) != 1:
             raise ParameterError(
                 'sync.radars',
@@ -272,7 +269,7 @@ class FusionNode(node_utils.DeviceNode):
             )
         self.diag_timer = self.create_timer(p.diagnostics_period_s, self._publish_diagnostics)
         with node_utils.param_prefix('rt.'):
-            self.rt_report = realtime.apply(rt, memory_lock)
+            self.rt_report = realtime.apply(rt)
         for warning in self.rt_report.warnings:
             self.get_logger().warning(f'real time: {warning}')
         # The camera last, once the slow parts (the models, the real-time set-up) are done: a

@@ -127,8 +127,6 @@ class TrajectoryNode(node_utils.DeviceNode):
             node_utils.declare_params(self, EmergencyParams, 'emergency.')
         )
         rt = node_utils.declare_params(self, realtime.RealtimeParams, 'rt.')
-        # begun now, collected by apply() below: page-locking runs while the planner warms up
-        memory_lock = realtime.MemoryLock() if rt.lock_memory else None
         try:
             path = ReferencePath(np.column_stack((p.waypoints_x, p.waypoints_y)))
         except PathError as err:
@@ -164,7 +162,7 @@ class TrajectoryNode(node_utils.DeviceNode):
         self.planner.plan(frenet.FrenetState(0.0, 5.0, 0.0, 0.0, 0.0, 0.0), [])
         self.planner.previous = None
         with node_utils.param_prefix('rt.'):
-            self.rt_report = realtime.apply(rt, memory_lock)
+            self.rt_report = realtime.apply(rt)
         for warning in self.rt_report.warnings:
             self.get_logger().warning(f'real time: {warning}')
         self.get_logger().info(

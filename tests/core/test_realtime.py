@@ -20,9 +20,8 @@ CHILD = textwrap.dedent("""
     if {drop}:
         os.setgid(65534); os.setuid(65534)  # nobody: no CAP_SYS_NICE, RLIMIT_RTPRIO 0
     p = params.build(realtime.RealtimeParams, json.loads(sys.argv[1]))
-    early = realtime.MemoryLock() if {early} else None  # begun before the rest of a start-up
     try:
-        r = realtime.apply(p, early)
+        r = realtime.apply(p)
     except realtime.RealtimeError as err:
         print(json.dumps({{'error': str(err)}})); sys.exit(0)
     status = dict(l.split(':', 1) for l in open('/proc/self/status'))
@@ -35,11 +34,9 @@ CHILD = textwrap.dedent("""
 """)
 
 
-def _child(
-    values: dict[str, object], drop: bool = False, early: bool = False
-) -> dict[str, object]:
+def _child(values: dict[str, object], drop: bool = False) -> dict[str, object]:
     out = subprocess.run(
-        [sys.executable, '-c', CHILD.format(drop=drop, early=early), json.dumps(values)],
+        [sys.executable, '-c', CHILD.format(drop=drop), json.dumps(values)],
         capture_output=True,
         text=True,
         timeout=120,
@@ -68,19 +65,9 @@ def test_refused_set_up_warns_and_stays_sched_other_or_fails_when_required() -> 
     assert 'SCHED_FIFO priority 50' in str(r['error'])
 
 
-def test_a_memory_lock_begun_early_is_collected_by_apply() -> None:
-    r = _child({'prefault_heap_mib': 8, 'switch_interval_s': 0.001}, early=True)
-    if os.geteuid() == 0:
-        assert r['locked'] is True and r['vmlck_kib'] > 8 * 1024 and r['warnings'] == []
+def test_the_gil_switch_interval_is_set() -> None:
+    r = _child({'lock_memory': False, 'prefault_heap_mib': 0, 'switch_interval_s': 0.001})
     assert r['switch_interval_s'] == pytest.approx(0.001)
-
-
-@pytest.mark.skipif(os.geteuid() != 0, reason='needs root to drop to an unprivileged user')
-def test_a_refused_early_memory_lock_is_reported_by_apply() -> None:
-    # nobody's RLIMIT_MEMLOCK (8 MiB here) is less than a Python process maps: refused.
-    r = _child({'prefault_heap_mib': 0}, drop=True, early=True)
-    assert r['locked'] is False
-    assert any(w.startswith('mlockall: ') and 'RLIMIT_MEMLOCK' in w for w in r['warnings'])
 
 
 def test_cpus_that_do_not_exist_are_a_parameter_error_at_start() -> None:
