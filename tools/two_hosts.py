@@ -14,7 +14,9 @@ for the one-host layout, all on the sensor host. DDS discovers across the link b
 
 Nothing is configured for the split: the fusion node's camera subscription (``transport:
 auto``) finds the descriptors' segment missing, says so in its log and falls back to the full
-``sensor_msgs/Image``, which the replay's publisher then sends because someone subscribes. The
+``sensor_msgs/Image``, which the replay's publisher then sends because someone subscribes
+(every process with ``config/fastdds_large_frames.xml``, ``--dds-profile``: 4 MiB socket
+buffers; with Fast DDS's defaults, ``--dds-profile ''``, most frames are lost on the link). The
 table gives, per layout: frames committed, fused and lost, camera -> trajectory latency
 (P50/P99/max) and the camera path the fusion node took; ``RESULT one_host_e2e_p99_ms=…
 two_hosts_e2e_p99_ms=… ratio_p99=… one_host_lost=… two_hosts_lost=… fallback_detected=…``.
@@ -222,6 +224,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument('--seconds', type=float, default=20.0, help='scenario length')
     parser.add_argument('--scenario', default='cut_in')
+    parser.add_argument(
+        '--dds-profile',
+        default=str(ROOT / 'config' / 'fastdds_large_frames.xml'),
+        help="Fast DDS profile of every process ('': Fast DDS's defaults, which lose frames)",
+    )
     parser.add_argument('--out', type=Path, default=ROOT / 'results' / 'two_hosts')
     parser.add_argument('--probe', nargs=2, metavar=('SECONDS', 'OUT'), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -255,6 +262,13 @@ def main(argv: list[str] | None = None) -> int:
         'ROS_AUTOMATIC_DISCOVERY_RANGE': 'SUBNET',
         'PYTHONUNBUFFERED': '1',
     }
+    if args.dds_profile:  # the name Fast DDS 3 (Kilted) reads, and Fast DDS 2's (Jazzy)
+        env['FASTDDS_DEFAULT_PROFILES_FILE'] = env['FASTRTPS_DEFAULT_PROFILES_FILE'] = str(
+            Path(args.dds_profile).resolve()
+        )
+    else:
+        env.pop('FASTDDS_DEFAULT_PROFILES_FILE', None)
+        env.pop('FASTRTPS_DEFAULT_PROFILES_FILE', None)
     hosts = Hosts()
     try:
         rows = [
@@ -285,6 +299,7 @@ def main(argv: list[str] | None = None) -> int:
     report.console.print(table)
     report.write_json(args.out / 'two_hosts.json', rows)
     one, two = rows
+    report.console.print(f'DDS profile: {args.dds_profile or "Fast DDS defaults"}')
     report.result_line(
         one_host_e2e_p99_ms=one['e2e_p99_ms'],
         two_hosts_e2e_p99_ms=two['e2e_p99_ms'],
