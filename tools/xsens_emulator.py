@@ -293,8 +293,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f'xsens_emulator: recording not found: {args.bag}', file=sys.stderr)
         return 2
     device = Device(args, load_samples(args.bag, args.topic, args.count))
-    device.open()
     try:
+        # open() prints READY: a signal sent on that line may land before run() (a loaded CI
+        # run once died of it, exit -2: SIGINT outside this try).
+        device.open()
         device.run()
     except KeyboardInterrupt:  # stopped from outside (the demo's shutdown): a normal end
         print('STOPPED ' + json.dumps({'sent': device.sent}), flush=True)

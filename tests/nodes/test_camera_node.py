@@ -88,7 +88,10 @@ def test_frames_arrive_through_shm_in_order_and_bit_exact_and_none_lost_uncounte
         stats = summary['stats']
         assert summary['received'] + stats['overruns'] + stats['torn'] == 221, stats
         assert stats['stale'] == 0, stats
-        assert sequences[0] == 0  # the start handshake: the first frame is never lost
+        # The start handshake: the reader is attached before frame 0, so the frames before the
+        # first it got were seen and counted (overrun), not missed. (A loaded reader can be a
+        # ring behind from the first frame: under load it got frame 4 first, 0-3 overrun.)
+        assert stats['overruns'] + stats['torn'] >= sequences[0], stats
     assert frames[0]['shape'] == [540, 960, 3] and frames[0]['encoding'] == 'bgr8'
     assert camera.wait(30) == 0  # the file ended: the node finished on its own
     assert not (SHM_DIR / 'rt_fusion_test_camera').exists()
