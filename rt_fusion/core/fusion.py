@@ -325,6 +325,7 @@ class FusionEngine:
         self.radar_speed: float | None = None  # the last scan's stationary consensus [m/s]
         self.decoder: DecoderSpec | None = None
         self._class_ids: list[int] = []
+        self._class_lut = np.array([CLASS_UNKNOWN], np.int64)  # _class_ids as an index
         self.camera_detections: list[CameraDetection] = []  # the last frame's, for diagnostics
         self.siren: float | None = None  # the hearing's siren probability while one is heard
         self.emergency_id: int | None = None  # the track marked as the emergency vehicle
@@ -338,6 +339,8 @@ class FusionEngine:
         self._class_ids = (
             [CLASS_BY_NAME.get(name, CLASS_UNKNOWN) for name in decoder.classes] if decoder else []
         )
+        # the same as an index (one past the end: a class index the model should not give)
+        self._class_lut = np.array([*self._class_ids, CLASS_UNKNOWN], np.int64)
 
     def set_siren(self, probability: float | None) -> None:
         """The hearing's state: a siren heard with ``probability``, or None (none heard)."""
@@ -488,16 +491,12 @@ class FusionEngine:
         a = np.array(
             [(d.cls, d.score, *d.box, *d.keypoint, d.depth) for d in cams], dtype=np.float64
         )
-        ids = np.array([*self._class_ids, CLASS_UNKNOWN], np.int64)
-        cls = ids[np.minimum(a[:, 0].astype(np.int64), len(self._class_ids))]
-        size = _SIZES
+        cls = self._class_lut[np.minimum(a[:, 0].astype(np.int64), len(self._class_ids))]
         regressed = np.isfinite(a[:, 8]) & (a[:, 8] > 0.0)
         below = a[:, 5] - geo.cy
         on_road = regressed | (below > 1.0)
-        depth = np.where(
-            regressed, a[:, 8], geo.fy * geo.height / np.where(below > 1.0, below, 1.0)
-        )
-        depth = np.where(regressed, depth, depth + size[cls, 0] / 2)
+        road_depth = geo.fy * geo.height / np.where(below > 1.0, below, 1.0) + _SIZES[cls, 0] / 2
+        depth = np.where(regressed, a[:, 8], road_depth)
         u = np.where(regressed, a[:, 6], 0.5 * (a[:, 2] + a[:, 4]))
         x = geo.x + depth
         y = geo.y - (u - geo.cx) * depth / geo.fx
@@ -522,7 +521,7 @@ class FusionEngine:
         block[:, tk.DVEL_VAR] = 0.5**2
         block[:, tk.DCLS] = cls
         block[:, tk.DCLS_PROB] = block[:, tk.DEXIST] = score
-        block[:, tk.DSIZE : tk.DSIZE + 2] = size[cls]
+        block[:, tk.DSIZE : tk.DSIZE + 2] = _SIZES[cls]
         block[:, tk.DSOURCE] = SOURCE_CAMERA
         block[:, tk.DBIRTH] = (score >= p.camera_birth_score) & (rng <= p.camera_birth_range_m)
         return Detections(block)

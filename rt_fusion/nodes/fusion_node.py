@@ -583,6 +583,8 @@ class FusionNode(node_utils.DeviceNode):
 
     def _publish_diagnostics(self) -> None:
         lat, inf = self.latency.summary(), self.infer_ns.summary()
+        # each stage summarised once (a summary sorts up to 100,000 samples)
+        stages = {n: sm for n, r in self.stage_ns.items() if (sm := r.summary()).count}
         cam = self.camera.stats if self.camera is not None else None
         values = {
             'frames': self.frames,
@@ -595,16 +597,8 @@ class FusionNode(node_utils.DeviceNode):
             'latency_p50_us': round(lat.p50_us, 1) if lat.count else '',
             'latency_p99_us': round(lat.p99_us, 1) if lat.count else '',
             'inference_p99_us': round(inf.p99_us, 1) if inf.count else '',
-            'stages_p50_us': ', '.join(
-                f'{name} {r.summary().p50_us:.0f}'
-                for name, r in self.stage_ns.items()
-                if r.summary().count
-            ),
-            'stages_p99_us': ', '.join(
-                f'{name} {r.summary().p99_us:.0f}'
-                for name, r in self.stage_ns.items()
-                if r.summary().count
-            ),
+            'stages_p50_us': ', '.join(f'{n} {sm.p50_us:.0f}' for n, sm in stages.items()),
+            'stages_p99_us': ', '.join(f'{n} {sm.p99_us:.0f}' for n, sm in stages.items()),
             'camera_overruns': cam.overruns if cam else '',
             'rejected': ', '.join(f'{k} {v}' for k, v in sorted(self.rejected.items())),
             'ego_speed_mps': round(self.engine.ego.v, 3),
