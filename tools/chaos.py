@@ -63,6 +63,19 @@ def node_pid(pgid: int, name: str) -> int | None:
     return next((pid for pid, argv in group_argv(pgid).items() if f'__node:={name}' in argv), None)
 
 
+def started_boot_s(pid: int | None) -> float | None:
+    """When process ``pid`` started, in CLOCK_BOOTTIME seconds (the kernel's clock ticks: 10 ms
+    resolution), or None when it is gone."""
+    if pid is None:
+        return None
+    try:
+        stat = Path(f'/proc/{pid}/stat').read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(')') + 2 :].split()  # after the command name, from field 3
+    return int(fields[19]) / os.sysconf('SC_CLK_TCK')
+
+
 def shm_segments(domain: str) -> list[str]:
     """This ROS domain's rt_fusion shared-memory segments."""
     prefix = f'rt_fusion_d{domain}_'
@@ -188,6 +201,7 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             seen = len(launched.history)
             kill_wall, kill_mono = time.time(), time.monotonic()
+            kill_boot = time.clock_gettime(time.CLOCK_BOOTTIME)
             os.kill(pid, signal.SIGKILL)
             active_s: float | None = None
             deadline = kill_mono + args.back_deadline_s
@@ -209,10 +223,14 @@ def main(argv: list[str] | None = None) -> int:
                 other: probe.count(other, kill_mono, hi) for other in OUTPUTS if other != name
             }
             stalled = [o for o, n in others.items() if n == 0 and o not in DEPENDS.get(name, ())]
+            new_pid = node_pid(launched.popen.pid, name)
+            started = started_boot_s(new_pid)
             row = {
                 'node': name,
                 'pid': pid,
-                'new_pid': node_pid(launched.popen.pid, name),
+                'new_pid': new_pid,
+                # kill -> the new process exists (launch noticed the death and respawned it)
+                'spawned_s': None if started is None else max(0.0, started - kill_boot),
                 'active_s': active_s,
                 'output_back_s': None if first is None else first - kill_mono,
                 'outage_s': hi - kill_mono,
@@ -222,7 +240,9 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(row)
             report.console.print(
                 f'  {name:10s} killed (pid {pid}): active again after '
-                f'{"-" if active_s is None else f"{active_s:.2f} s"}, output after '
+                f'{"-" if active_s is None else f"{active_s:.2f} s"} (process started after '
+                f'{"-" if started is None else f"{max(0.0, started - kill_boot):.2f} s"}), '
+                'output after '
                 f'{"-" if first is None else f"{first - kill_mono:.2f} s"}; '
                 f'stalled meanwhile: {stalled or "none"}'
             )
@@ -238,11 +258,19 @@ def main(argv: list[str] | None = None) -> int:
     from rich.table import Table  # noqa: PLC0415
 
     table = Table(title='chaos: kill -9 and launch respawn, per node', title_justify='left')
-    for col in ('node', 'active again [s]', 'output again [s]', 'others during outage'):
+    cols = (
+        'node',
+        'process up [s]',
+        'active again [s]',
+        'output again [s]',
+        'others during outage',
+    )
+    for col in cols:
         table.add_column(col)
     for row in rows:
         table.add_row(
             row['node'],
+            '-' if row.get('spawned_s') is None else f'{row["spawned_s"]:.2f}',
             '-' if row.get('active_s') is None else f'{row["active_s"]:.2f}',
             '-' if row.get('output_back_s') is None else f'{row["output_back_s"]:.2f}',
             ', '.join(f'{k} {v}' for k, v in row.get('others', {}).items())
@@ -272,6 +300,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     report.result_line(
         nodes=len(rows),
+        spawned_max_s=max(
+            (r['spawned_s'] for r in rows if r.get('spawned_s') is not None), default=float('nan')
+        ),
         active_max_s=max(back) if back else float('nan'),
         back_max_s=max(out_back) if out_back else float('nan'),
         rest_stalled=sum(len(r.get('stalled', ())) for r in rows),

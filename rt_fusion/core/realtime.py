@@ -1,13 +1,14 @@
 """Real-time set-up of a process and the deadline monitor of a periodic loop.
 
 :func:`apply` does what a real-time loop needs from the OS and from Python, from parameters:
-SCHED_FIFO at a priority, CPU affinity, ``mlockall(MCL_CURRENT | MCL_FUTURE)`` (no page faults
-later), pre-faulting of stack and heap (and keeping the heap: malloc must not hand freed memory
-back to the kernel, or the next allocation faults again), and a garbage-collector policy: a full
-collection, ``gc.freeze()`` of everything allocated during initialisation, automatic collection
-off, and :func:`collect_at_safe_point` between iterations. Without the permissions (no root, no
-CAP_SYS_NICE / RLIMIT_RTPRIO, RLIMIT_MEMLOCK too low) it warns and stays SCHED_OTHER, or raises
-when ``require_rt`` is set.
+SCHED_FIFO at a priority, CPU affinity, ``mlockall(MCL_CURRENT | MCL_FUTURE)`` (a page once
+resident stays resident; with ``MCL_ONFAULT``, the default, pages are locked as they are first
+touched rather than all read in at start-up), pre-faulting of stack and heap (and keeping the
+heap: malloc must not hand freed memory back to the kernel, or the next allocation faults
+again), and a garbage-collector policy: a full collection, ``gc.freeze()`` of everything
+allocated during initialisation, automatic collection off, and :func:`collect_at_safe_point`
+between iterations. Without the permissions (no root, no CAP_SYS_NICE / RLIMIT_RTPRIO,
+RLIMIT_MEMLOCK too low) it warns and stays SCHED_OTHER, or raises when ``require_rt`` is set.
 
 :class:`DeadlineMonitor` measures a periodic loop against its schedule: wake-up lateness, run
 time and overruns (an iteration finishing after its deadline), with no allocation per iteration.
@@ -18,6 +19,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import dataclasses
+import errno as errno_mod
 import gc
 import os
 import resource
@@ -41,7 +43,7 @@ __all__ = [
     'system_facts',
 ]
 
-MCL_CURRENT, MCL_FUTURE = 1, 2
+MCL_CURRENT, MCL_FUTURE, MCL_ONFAULT = 1, 2, 4
 M_TRIM_THRESHOLD, M_MMAP_MAX = -1, -4
 
 
@@ -58,6 +60,13 @@ class RealtimeParams:
     )
     cpus: tuple[int, ...] = param('CPUs the process may run on (empty: all)', default=())
     lock_memory: bool = param('mlockall(MCL_CURRENT | MCL_FUTURE)', default=True)
+    lock_on_fault: bool = param(
+        'lock pages as they are first touched (MCL_ONFAULT) instead of reading in every mapped '
+        "page at start-up: ~1 GB of a node's libraries, most never used, 0.1-0.2 s per restart; "
+        'what the loop touches is resident once warm (the node runs its model and kernels '
+        'before streaming) and locked from then on',
+        default=True,
+    )
     prefault_stack_kib: int = param('stack to touch at start', unit='KiB', default=512, low=0)
     prefault_heap_mib: int = param(
         'heap to touch and keep at start', unit='MiB', default=64, low=0
@@ -161,7 +170,15 @@ def apply(params: RealtimeParams) -> RealtimeReport:
         # Keep freed heap in the process: returning it would mean faults when it is reused.
         libc.mallopt(M_TRIM_THRESHOLD, -1)
         libc.mallopt(M_MMAP_MAX, 0)
-        if libc.mlockall(MCL_CURRENT | MCL_FUTURE) == 0:
+        flags = MCL_CURRENT | MCL_FUTURE
+        if not params.lock_on_fault:
+            locked = libc.mlockall(flags) == 0
+        else:
+            locked = libc.mlockall(flags | MCL_ONFAULT) == 0
+            if not locked and ctypes.get_errno() == errno_mod.EINVAL:
+                report.warnings.append('mlockall: MCL_ONFAULT unknown (Linux < 4.4): locking all')
+                locked = libc.mlockall(flags) == 0
+        if locked:
             report.memory_locked = True
         else:
             errno = ctypes.get_errno()

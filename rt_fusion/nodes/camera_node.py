@@ -30,7 +30,7 @@ from sensor_msgs.msg import CameraInfo
 from rt_fusion.core.camera import CameraError, CameraSource, load_camera_info
 from rt_fusion.core.clock import ClockMapper, ClockParams
 from rt_fusion.core.errors import ParameterError
-from rt_fusion.core.latency import LatencyRecorder
+from rt_fusion.core.latency import DIAG_WINDOW, LatencyRecorder
 from rt_fusion.core.params import param
 from rt_fusion.ros import node_utils
 from rt_fusion.ros.conversions import ns_to_time
@@ -124,7 +124,7 @@ class CameraNode(node_utils.DeviceNode):
         self.finished: Future = Future()  # of int (exit status)
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
-        self.cost = LatencyRecorder(200_000)
+        self.cost = LatencyRecorder(DIAG_WINDOW, wrap=True)
         self.frames = 0
         self.last_error = ''
         self._file_origin: tuple[int, int] | None = None

@@ -29,7 +29,7 @@ from sensor_msgs.msg import Imu
 
 from rt_fusion.core.clock import ClockMapper, ClockParams
 from rt_fusion.core.errors import ParameterError, RtFusionError
-from rt_fusion.core.latency import LatencyRecorder
+from rt_fusion.core.latency import DIAG_WINDOW, LatencyRecorder
 from rt_fusion.core.params import param
 from rt_fusion.core.protocols import xsens
 from rt_fusion.ros import node_utils
@@ -141,7 +141,7 @@ class ImuNode(node_utils.DeviceNode):
         self.clock = ClockMapper(ClockParams(tick_ns=100_000.0, counter_bits=32))
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
-        self.latency = LatencyRecorder(100_000)
+        self.latency = LatencyRecorder(DIAG_WINDOW, wrap=True)
         self.published = 0
         self._last_stamp = 0
         self.stamps_held = 0

@@ -28,7 +28,7 @@ from rt_fusion_msgs.msg import AudioChunk
 from rt_fusion.core.audio import FLAG_OVERFLOW, FLAG_UNDERFLOW, BlockQueue, block_stamp_ns
 from rt_fusion.core.clock import ClockMapper, ClockParams
 from rt_fusion.core.errors import RtFusionError
-from rt_fusion.core.latency import LatencyRecorder
+from rt_fusion.core.latency import DIAG_WINDOW, LatencyRecorder
 from rt_fusion.core.params import param
 from rt_fusion.core.shm import ShmRingWriter
 from rt_fusion.ros import node_utils
@@ -94,8 +94,8 @@ class MicrophoneNode(node_utils.DeviceNode):
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self._wake = threading.Event()
-        self.callback_ns = LatencyRecorder(200_000)
-        self.publish_ns = LatencyRecorder(200_000)
+        self.callback_ns = LatencyRecorder(DIAG_WINDOW, wrap=True)
+        self.publish_ns = LatencyRecorder(DIAG_WINDOW, wrap=True)
         self.blocks = self.samples = self.overflows = self.underflows = 0
         self.fallback_stamps = 0
         self.reconnects = 0

@@ -6,7 +6,10 @@ interface: ``udp_multicast`` between processes in tests, a candump log played by
 every cycle as soon as it is complete (or flagged incomplete when the next one starts first).
 
 At configure time it sends the RadarConfiguration (0x200) built from its parameters and checks
-the sensor's echo in RadarState (0x201). While active it forwards the ego motion it receives on
+the sensor's echo in RadarState (0x201): with ``require_echo`` configure waits for it and fails
+without it; otherwise the node streams at once and the reader checks the echo when it comes
+(a warning and a diagnostics WARN when it differs or is missing after ``echo_timeout_s``).
+While active it forwards the ego motion it receives on
 ``~/in/odometry`` as SpeedInformation (0x300) and YawRateInformation (0x301) at ``ego_rate_hz``.
 
 Stamps: the kernel receive time of a cycle's first frame (python-can's ``timestamp``), mapped
@@ -34,7 +37,7 @@ from sensor_msgs.msg import PointCloud2, PointField
 
 from rt_fusion.core.clock import ClockMapper, ClockParams
 from rt_fusion.core.errors import RtFusionError
-from rt_fusion.core.latency import LatencyRecorder
+from rt_fusion.core.latency import DIAG_WINDOW, LatencyRecorder
 from rt_fusion.core.params import param
 from rt_fusion.core.protocols.ars408 import (
     Ars408Decoder,
@@ -85,7 +88,9 @@ class RadarParams:
         'send 0x200 at configure and check the 0x201 echo', default=True
     )
     require_echo: bool = param(
-        'fail configure if the 0x201 echo is missing or differs', default=False
+        'fail configure if the 0x201 echo is missing or differs (configure then waits for it; '
+        'otherwise the node streams at once and checks the echo as it comes)',
+        default=False,
     )
     echo_timeout_s: float = param('wait for the 0x201 echo', unit='s', default=2.0, low=0.1)
     ego_rate_hz: float = param(
@@ -161,8 +166,10 @@ class RadarNode(node_utils.DeviceNode):
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self._lock = threading.Lock()
-        self.latency = LatencyRecorder(100_000)
+        self.latency = LatencyRecorder(DIAG_WINDOW, wrap=True)
         self.echo_mismatch: list[str] = []
+        self._echo_pending: RadarConfig | None = None  # sent, its echo not seen yet
+        self._echo_deadline = 0.0
         self._speed = self._yaw_rate = 0.0
         self._ego_stamp = 0.0
         self.published = 0
@@ -230,9 +237,14 @@ class RadarNode(node_utils.DeviceNode):
         )
         frame_id, data = self.decoder.encode_config(cfg)
         self._send(frame_id, data)
-        deadline = time.monotonic() + p.echo_timeout_s
+        self._echo_deadline = time.monotonic() + p.echo_timeout_s
+        if not p.require_echo:
+            # Checked by the reader as the sensor's RadarState comes (once a second or so): a
+            # restarted node streams at once instead of waiting up to a second for it.
+            self._echo_pending = cfg
+            return
         state: RadarState | None = None
-        while time.monotonic() < deadline and state is None:
+        while time.monotonic() < self._echo_deadline and state is None:
             try:
                 msg = self.bus.recv(timeout=0.1)
             except can.CanError as err:  # a datagram the bus cannot unpack: counted, not fatal
@@ -244,15 +256,30 @@ class RadarNode(node_utils.DeviceNode):
             for event in self._feed(msg):
                 if isinstance(event, RadarState):
                     state = event
+        self._check_echo(cfg, state)
+
+    def _echo_status(self) -> str:
+        if self.params is None or not self.params.configure_sensor:
+            return 'not sent'
+        if self._echo_pending is not None:
+            return 'pending'
+        return 'differs' if self.echo_mismatch else 'confirmed'
+
+    def _check_echo(self, cfg: RadarConfig, state: RadarState | None) -> None:
+        """The sensor's echo of ``cfg`` (None: none came within echo_timeout_s): kept for the
+        diagnostics, fatal with require_echo, a warning otherwise."""
+        assert self.params is not None
         if state is None:
             self.echo_mismatch = ['no RadarState (0x201) within echo_timeout_s']
         else:
             self.echo_mismatch = cfg.mismatches(state)
         if self.echo_mismatch:
             text = '; '.join(self.echo_mismatch)
-            if p.require_echo:
+            if self.params.require_echo:
                 raise Ars408Error(f'the radar did not take its configuration: {text}')
             self.get_logger().warning(f'radar configuration not confirmed: {text}')
+        else:
+            self.get_logger().info('radar configuration confirmed (0x201)')
 
     def activate(self) -> None:
         """Starts the CAN reader thread."""
@@ -310,6 +337,12 @@ class RadarNode(node_utils.DeviceNode):
             for event in self._feed(msg):
                 if isinstance(event, RadarCycle):
                     self._publish_cycle(event)
+                elif isinstance(event, RadarState) and self._echo_pending is not None:
+                    self._check_echo(self._echo_pending, event)
+                    self._echo_pending = None
+            if self._echo_pending is not None and time.monotonic() > self._echo_deadline:
+                self._check_echo(self._echo_pending, None)
+                self._echo_pending = None
 
     def _publish_cycle(self, cycle: RadarCycle) -> None:
         assert self.params is not None
@@ -364,6 +397,7 @@ class RadarNode(node_utils.DeviceNode):
             **{f'decoder.{k}': v for k, v in stats.items()},
             'published': self.published,
             'bus_errors': self.bus_errors,
+            'echo': self._echo_status(),
             'clock.locked': clock.locked,
             'clock.skew_ppm': round(clock.skew_ppm, 2),
         }

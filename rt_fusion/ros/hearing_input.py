@@ -29,7 +29,7 @@ from rt_fusion_msgs.msg import AudioChunk, AudioEvent
 
 from rt_fusion.core import linux
 from rt_fusion.core.frame import DescriptorError
-from rt_fusion.core.latency import LatencyRecorder
+from rt_fusion.core.latency import DIAG_WINDOW, LatencyRecorder
 from rt_fusion.core.perception import hearing as hr
 from rt_fusion.core.shm import Overrun, ShmError, ShmRingReader
 from rt_fusion.inference.hearing import HearingModel, onnx_classifier
@@ -71,7 +71,7 @@ class HearingInput:
         self.rate_hz = 0
         self.blocks = self.hops = self.events = self.lost = 0
         self.rejected: dict[str, int] = {}
-        self.hop_cost = LatencyRecorder(100_000)
+        self.hop_cost = LatencyRecorder(DIAG_WINDOW, wrap=True)
         self.last_probabilities: tuple[float, ...] = ()
         self.active: dict[str, hr.AudioEvent] = {}
         self._last_stamp = -1

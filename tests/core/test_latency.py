@@ -25,5 +25,17 @@ def test_recorder_never_grows_past_capacity() -> None:
     assert list(rec.samples_ns) == [5, 6, 7]
 
 
+def test_a_wrapping_recorder_holds_the_last_samples() -> None:
+    rec = LatencyRecorder(3, wrap=True)
+    for v in (5, 6, 7, 8, 9):
+        rec.record(v)
+    assert len(rec) == 3 and rec.overflow == 0 and rec.recorded == 5
+    assert sorted(rec.samples_ns) == [7, 8, 9]
+    assert rec.summary().max_us == 9 / 1e3
+    rec.clear()
+    rec.record(1)
+    assert list(rec.samples_ns) == [1] and rec.recorded == 1
+
+
 def test_empty_summary_is_nan() -> None:
     assert math.isnan(summarize_ns([]).p99_us)

@@ -29,6 +29,7 @@ CHILD = textwrap.dedent("""
                       'warnings': r.warnings, 'sched': os.sched_getscheduler(0),
                       'affinity': sorted(os.sched_getaffinity(0)),
                       'vmlck_kib': int(status['VmLck'].split()[0]),
+                      'rss_kib': int(status['VmRSS'].split()[0]),
                       'gc': __import__('gc').isenabled(),
                       'switch_interval_s': sys.getswitchinterval()}}))
 """)
@@ -54,6 +55,18 @@ def test_apply_sets_fifo_affinity_locked_memory_and_gc_policy() -> None:
     assert r['vmlck_kib'] > 8 * 1024  # the pre-faulted heap is locked too
     assert r['gc'] is False
     assert r['warnings'] == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason='mlockall of a whole process needs root')
+def test_locking_on_fault_reads_in_only_what_was_touched() -> None:
+    # Every mapped page (numpy's libraries: tens of MB) read in and locked, or only the pages
+    # touched (the pre-faulted heap among them): same lock, far less start-up work.
+    full = _child({'prefault_heap_mib': 8, 'lock_on_fault': False})
+    on_fault = _child({'prefault_heap_mib': 8})
+    assert full['locked'] is True and on_fault['locked'] is True
+    assert on_fault['warnings'] == []
+    assert on_fault['rss_kib'] > 8 * 1024  # the heap is resident (and locked)
+    assert on_fault['rss_kib'] < 0.8 * int(full['rss_kib'])  # type: ignore[call-overload]
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason='needs root to drop to an unprivileged user')

@@ -10,7 +10,10 @@ both and compares every column after every step): numpy is the readable referenc
 numba is not installed (the GPU machine, whose carry limit has no room for llvmlite); numba is
 what the tracker uses when it can (:func:`kernels`; ``RT_FUSION_JIT=0`` turns it off). The
 compiled code is cached beside the module, so only the first process after an install pays the
-compilation (about 10 s on two cores).
+compilation (about 10 s on two cores). Loading it from that cache still takes ~0.4 s (numba's
+import and LLVM linking), which a restarting node need not wait for: :func:`load_in_background`
+loads and warms the compiled set on a thread of its own while the numpy set serves, and each
+tracker swaps to it at its next step (:func:`upgrade`): the same numbers either way.
 
 The rows live in three C-contiguous blocks, one per dtype, a fixed range of columns per field
 (the constants below; :class:`~rt_fusion.core.perception.tracker.Tracker` exposes them as named
@@ -24,6 +27,7 @@ from __future__ import annotations
 import functools
 import math
 import os
+import threading
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -418,11 +422,57 @@ def _compiled() -> Kernels | None:
     )
 
 
+# The compiled set loading on a thread (load_in_background): numpy serves until it is warm.
+_loading = threading.Event()
+_load_failed: list[BaseException] = []
+
+
+def _wanted(jit: bool | None) -> bool:
+    return os.environ.get('RT_FUSION_JIT', '1') != '0' if jit is None else jit
+
+
 def kernels(jit: bool | None = None) -> Kernels:
     """The numba set when ``jit`` (None: unless ``RT_FUSION_JIT=0``) and numba is installed,
-    else the numpy set."""
-    if jit is None:
-        jit = os.environ.get('RT_FUSION_JIT', '1') != '0'
-    if not jit:
+    else the numpy set (also while the numba set loads in the background, or if that failed)."""
+    if not _wanted(jit) or _loading.is_set() or _load_failed:
         return NUMPY
     return _compiled() or NUMPY
+
+
+def loading() -> bool:
+    """True while :func:`load_in_background` is at work."""
+    return _loading.is_set()
+
+
+def upgrade(current: Kernels, jit: bool | None) -> Kernels:
+    """The set a kernel user should hold now: ``current``, or the compiled set once it is warm
+    where that was wanted (a tracker made while it loaded holds numpy until then)."""
+    if current is NUMPY and not _loading.is_set() and _wanted(jit):
+        return kernels(jit)
+    return current
+
+
+def load_in_background(warm: Callable[[Kernels], object]) -> threading.Thread | None:
+    """Loads the compiled set (numba's import, its cache or a compilation) and calls ``warm``
+    with it on a daemon thread; until that returns :func:`kernels` gives the numpy set. None
+    (nothing started) where numba is not wanted, already loaded, or missing.
+
+    A thread made now keeps the scheduling policy of its maker: call it before a real-time
+    set-up (SCHED_FIFO), so the loading competes as an ordinary thread."""
+    if not _wanted(None) or _compiled.cache_info().currsize or _loading.is_set():
+        return None
+    _loading.set()
+
+    def run() -> None:
+        try:
+            compiled = _compiled()
+            if compiled is not None:
+                warm(compiled)
+        except BaseException as err:  # noqa: BLE001 (numpy keeps serving; the error is kept)
+            _load_failed.append(err)
+        finally:
+            _loading.clear()
+
+    thread = threading.Thread(target=run, name='numba-kernels', daemon=True)
+    thread.start()
+    return thread

@@ -44,10 +44,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
-from scipy.optimize import linear_sum_assignment
 
 from rt_fusion.core.params import param
 from rt_fusion.core.perception import track_kernels as tk
+from rt_fusion.core.perception.assignment import linear_sum_assignment
 from rt_fusion.core.perception.ego import EgoMotion
 from rt_fusion.core.perception.track_kernels import (
     BOOL,
@@ -275,6 +275,7 @@ class Tracker:
     def __init__(self, params: TrackerParams | None = None, jit: bool | None = None) -> None:
         self.p = params or TrackerParams()
         self.k: Kernels = kernels(jit)  # numba loops or numpy (track_kernels.kernels)
+        self._jit = jit  # numpy while the numba set loads in the background, then numba
         p = self.p
         # Typed exactly (a YAML integer would otherwise compile a second numba signature).
         self.life = LifeCycle(
@@ -414,6 +415,7 @@ class Tracker:
 
     def predict(self, stamp_ns: int) -> None:
         """Moves every track older than ``stamp_ns`` to it."""
+        self.k = tk.upgrade(self.k, self._jit)  # one check; numba once it is warm
         if len(self):
             self.k.predict(self._f, self._i, int(stamp_ns), self._q)
         self.stamp_ns = max(self.stamp_ns, stamp_ns)
@@ -555,11 +557,15 @@ class Tracker:
         self.scans += 1
 
 
-def warm_up(jit: bool | None = None) -> str:
+def warm_up(jit: bool | None = None, k: Kernels | None = None) -> str:
     """Compiles (or loads from numba's cache) every kernel the tracker and the ego vote use,
     with the argument types they are called with, so that no callback pays it; returns the
-    set's name (``numba`` or ``numpy``). A node calls it while configuring."""
+    set's name (``numba`` or ``numpy``). ``k``: the set to warm (None: :func:`kernels`)."""
     tracker = Tracker(jit=jit)
+    ego = EgoMotion(jit=jit)
+    if k is not None:
+        tracker.k, tracker._jit = k, False  # kept: no upgrade
+        ego._kernels, ego._jit, ego._consensus = k, False, k.consensus
     a = Detection(10.0, 0.0, 5.0, 0.0)
     b = Detection(10.6, 0.0, pos_std=0.5, source=2, cov_xy=along_ray_cov(0.0, 2.0, 0.1))
     tracker.step(0, [a])
@@ -567,8 +573,16 @@ def warm_up(jit: bool | None = None) -> str:
     tracker.step(20_000_000, [a])  # confirmed
     tracker.step(1_000_000_000, [])  # deletions (a lost track)
     tracker.step(1_100_000_000, [a])  # a new track, checked against the lost one
-    EgoMotion(jit=jit).radar_speed(np.array([-15.0, -15.1]))
+    ego.radar_speed(np.array([-15.0, -15.1]))
     return tracker.k.name
+
+
+def warm_up_in_background() -> bool:
+    """:func:`warm_up` of the numba set on a thread of its own (``track_kernels``'s
+    ``load_in_background``): a node is up ~0.4 s sooner, its trackers on the numpy set (the same
+    numbers) until the compiled one is warm. False when nothing was started (numba missing,
+    turned off, or loaded already). Call it before the real-time set-up."""
+    return tk.load_in_background(lambda k: warm_up(k=k)) is not None
 
 
 def _column(name: str, block: str, start: int, tail: tuple[int, ...]) -> property:
