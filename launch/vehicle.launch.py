@@ -5,6 +5,7 @@
     ros2 launch rt_fusion vehicle.launch.py emulate:=true overrides:=/path/to/dev.yaml
     ros2 launch rt_fusion vehicle.launch.py respawn:=true   # a node that dies is restarted
     ros2 launch rt_fusion vehicle.launch.py respawn:=true respawn_delay:=3.0   # after 3 s
+    ros2 launch rt_fusion vehicle.launch.py dds_profile:=large_frames   # graph over computers
 
 Every node reads its parameters from one YAML file (``config``, default the installed
 ``config/vehicle.yaml``), then from ``overrides`` if given; a section for a node this graph does
@@ -73,6 +74,24 @@ def _seconds(context: LaunchContext, name: str) -> float:
     if not (math.isfinite(value) and value >= 0.0):
         raise ValueError(f'launch argument {name}: {text!r} is not a duration >= 0 s')
     return value
+
+
+def _dds_profile(context: LaunchContext) -> dict[str, str]:
+    """The environment that gives every node the Fast DDS profile of ``dds_profile``."""
+    text = LaunchConfiguration('dds_profile').perform(context)
+    if not text:
+        return {}
+    if text == 'large_frames':
+        share = Path(get_package_share_directory(graph.PACKAGE))
+        path = share / 'config' / 'fastdds_large_frames.xml'
+    else:
+        path = Path(text)
+    if not path.is_file():
+        raise ValueError(f'launch argument dds_profile: {text!r}: no such file ({path})')
+    # Jazzy's Fast DDS 2 reads the first name, Kilted's Fast DDS 3 the second.
+    return dict.fromkeys(
+        ('FASTRTPS_DEFAULT_PROFILES_FILE', 'FASTDDS_DEFAULT_PROFILES_FILE'), str(path)
+    )
 
 
 def _tool(name: str) -> str:
@@ -153,6 +172,7 @@ def _graph(context: LaunchContext) -> list[object]:
         actions, emulated = _emulation(context)
     home = emulated.pop('_home', {}).get('dir')
     log_level = LaunchConfiguration('log_level').perform(context)
+    dds_env = _dds_profile(context)
     nodes: dict[str, object] = {}
     for node in graph.VEHICLE:
         if not _true(context, node.name):
@@ -171,7 +191,11 @@ def _graph(context: LaunchContext) -> list[object]:
             # a node that dies (tools/chaos.py measures how fast it is back).
             respawn=_true(context, 'respawn'),
             respawn_delay=_seconds(context, 'respawn_delay'),
-            additional_env={'HOME': str(home)} if node.name == 'microphone' and home else None,
+            additional_env={
+                **dds_env,
+                **({'HOME': str(home)} if node.name == 'microphone' and home else {}),
+            }
+            or None,
         )
     if emulated and 'imu' in nodes:
         # The IMU node opens the emulator's pseudo-terminal: start it once that exists.
@@ -220,6 +244,13 @@ def generate_launch_description() -> LaunchDescription:
             'respawn_delay',
             default_value='0.0',
             description='seconds before a dead node is restarted (respawn:=true)',
+        ),
+        DeclareLaunchArgument(
+            'dds_profile',
+            default_value='',
+            description='a Fast DDS XML profile for every node: a path, or large_frames (the '
+            'shipped config/fastdds_large_frames.xml: 4 MiB socket buffers, for full frames that '
+            "cross computers); empty: Fast DDS's defaults",
         ),
     ]
     for node in graph.VEHICLE:

@@ -103,9 +103,9 @@ def test_the_description_builds_where_launch_ros_exists() -> None:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     description = module.generate_launch_description()
-    # config, overrides, emulate, data, log_level, respawn, respawn_delay, one switch per node,
-    # and the graph.
-    assert len(description.entities) == 7 + len(_graph()) + 1
+    # config, overrides, emulate, data, log_level, respawn, respawn_delay, dds_profile, one
+    # switch per node, and the graph.
+    assert len(description.entities) == 8 + len(_graph()) + 1
 
 
 @pytest.mark.parametrize('text', ['soon', '-1', 'nan'])
@@ -123,6 +123,33 @@ def test_a_bad_respawn_delay_is_refused_with_its_name(text: str) -> None:
         module._seconds(context, 'respawn_delay')
     context.launch_configurations['respawn_delay'] = '2.5'
     assert module._seconds(context, 'respawn_delay') == 2.5
+
+
+def test_the_dds_profile_is_given_to_every_node_or_refused_with_its_name(
+    tmp_path: Path,
+) -> None:
+    _need_launch()
+    from launch import LaunchContext  # noqa: PLC0415
+
+    spec = importlib.util.spec_from_file_location('vehicle_launch', LAUNCH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    context = LaunchContext()
+    context.launch_configurations['dds_profile'] = ''
+    assert module._dds_profile(context) == {}
+    context.launch_configurations['dds_profile'] = str(tmp_path / 'missing.xml')
+    with pytest.raises(ValueError, match='dds_profile'):
+        module._dds_profile(context)
+    profile = tmp_path / 'p.xml'
+    profile.write_text('<dds/>')
+    context.launch_configurations['dds_profile'] = str(profile)
+    env = module._dds_profile(context)
+    assert (
+        env['FASTDDS_DEFAULT_PROFILES_FILE']
+        == env['FASTRTPS_DEFAULT_PROFILES_FILE']
+        == str(profile)
+    )
 
 
 def test_the_replay_launch_feeds_the_same_fusion_and_planner() -> None:

@@ -4,6 +4,7 @@
   python tools/chaos.py                         # every node, on emulated sensors
   python tools/chaos.py --nodes radar,camera    # some
   python tools/chaos.py --respawn-delay-s 3     # each node down for 3 s at least
+  python tools/chaos.py --rounds 3              # every node killed 3 times (spread, max)
 
 ``launch/vehicle.launch.py emulate:=true respawn:=true`` runs the whole graph (camera from the
 dash-cam video into shared memory, ARS408 on a CAN replay bus, Xsens on a pty, microphone on an
@@ -39,6 +40,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from rt_fusion_tools import report
 
@@ -134,6 +137,38 @@ class Probe:
         compat.try_shutdown()
 
 
+def plot(path: Path, rows: list[dict[str, Any]]) -> None:
+    """Per node: each kill's time to the new process, to ``active``, to output again."""
+    import matplotlib  # noqa: PLC0415
+
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    names = list(dict.fromkeys(r['node'] for r in rows if 'active_s' in r))
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    marks = (
+        ('spawned_s', 'process started', 'x'),
+        ('active_s', 'active', 'o'),
+        ('output_back_s', 'output again', '^'),
+    )
+    for key, label, marker in marks:
+        xs, ys = [], []
+        for i, name in enumerate(names):
+            vals = [r[key] for r in rows if r['node'] == name and r.get(key) is not None]
+            xs += [i + 0.08 * (k - (len(vals) - 1) / 2) for k in range(len(vals))]  # kills
+            ys += vals
+        ax.scatter(xs, ys, marker=marker, label=label)
+    ax.axhline(1.0, color='0.5', ls='--', lw=1)
+    ax.set_xticks(range(len(names)), names)
+    ax.set_ylabel('seconds after kill -9')
+    ax.set_title('chaos: kill -9 and launch respawn (dashed: 1 s)')
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Runs the chaos round; returns the exit status."""
     parser = argparse.ArgumentParser(
@@ -144,6 +179,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--backend', default='onnxruntime')
     parser.add_argument('--device', default='cpu')
     parser.add_argument('--back-deadline-s', type=float, default=60.0)
+    parser.add_argument(
+        '--rounds', type=int, default=1, help='kill every node this many times, in turn'
+    )
     parser.add_argument(
         '--respawn-delay-s',
         type=float,
@@ -194,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
         probe.spin(3.0)  # steady flow
         shm_during = shm_segments(domain)
         report.console.print(f'chaos: graph up; shm segments {shm_during}')
-        for name in victims:
+        for name in victims * args.rounds:
             pid = node_pid(launched.popen.pid, name)
             if pid is None:
                 rows.append({'node': name, 'error': 'no process found'})
@@ -298,8 +336,17 @@ def main(argv: list[str] | None = None) -> int:
             'shm_after': shm_after,
         },
     )
+    plot(args.out / 'chaos.png', rows)
+    within = sum(1 for b in back if b <= 1.0)
+    report.console.print(
+        f'active again within 1 s: {within} of {len(rows)} kills; median '
+        f'{float(np.median(back)) if back else float("nan"):.2f} s; plot {args.out / "chaos.png"}'
+    )
     report.result_line(
-        nodes=len(rows),
+        nodes=len(set(victims)),
+        kills=len(rows),
+        active_within_1s=within,
+        active_p50_s=float(np.median(back)) if back else float('nan'),
         spawned_max_s=max(
             (r['spawned_s'] for r in rows if r.get('spawned_s') is not None), default=float('nan')
         ),

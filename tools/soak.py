@@ -111,6 +111,7 @@ def plot(path: Path, samples: list[dict[str, Any]], warmup_min: float) -> None:
     ax.legend(fontsize=8)
     ax = axes[1][1]
     ax.bar(t, [s['lost'] for s in samples], width=0.6 * (t[1] - t[0]) if len(t) > 1 else 0.5)
+    ax.set_ylim(0, max(1, *(s['lost'] for s in samples)) * 1.1)
     ax.set_ylabel('frames lost per sample')
     ax.set_xlabel('minutes')
     for row in axes:

@@ -16,14 +16,18 @@ time and overruns (an iteration finishing after its deadline), with no allocatio
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import dataclasses
 import errno as errno_mod
 import gc
+import importlib
 import os
 import resource
 import sys
+import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -40,6 +44,7 @@ __all__ = [
     'RealtimeReport',
     'apply',
     'collect_at_safe_point',
+    'import_in_background',
     'system_facts',
 ]
 
@@ -205,6 +210,25 @@ def apply(params: RealtimeParams) -> RealtimeReport:
         gc.disable()
         report.gc_frozen = True
     return report
+
+
+def import_in_background(modules: Sequence[str], go: threading.Event) -> threading.Thread:
+    """Imports ``modules`` on a daemon thread once ``go`` is set: what a node needs only later
+    (a planner's spline for the first curved route), loaded after it is up instead of before.
+
+    The thread starts now and keeps its maker's scheduling policy: call this before
+    :func:`apply`, so the imports run as an ordinary thread. A failed import is left for the
+    code that needs the module to raise."""
+
+    def run() -> None:
+        go.wait()
+        for name in modules:
+            with contextlib.suppress(Exception):
+                importlib.import_module(name)
+
+    thread = threading.Thread(target=run, name='imports', daemon=True)
+    thread.start()
+    return thread
 
 
 def collect_at_safe_point(generation: int = 0) -> None:

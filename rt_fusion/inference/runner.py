@@ -72,7 +72,9 @@ class FrameRunner:
 
             head, nc, top_k = self.output_name, len(decoder.classes), decoder.top_k
             self.model.add_postprocess(PEAKS, lambda outs: centernet_peaks(outs[head], nc, top_k))
-        self.model.prepare()
+        # CUDA: warm kernels, then the graph capture (3 runs at least); CPU: one run allocates
+        # the arena, more only steady a benchmark's timing (and lengthen a restart).
+        self.model.prepare(3 if self.cuda else 1)
         assert self.spec.preprocessing is not None
         self.input_hw: tuple[int, int] = tuple(self.spec.preprocessing.resize)  # type: ignore[assignment]
         self.pre: CpuPreprocessor | TorchPreprocessor | None = None

@@ -140,6 +140,7 @@ class FusionNode(node_utils.DeviceNode):
         super().__init__('fusion', **kwargs)
         self._cond = threading.Condition()
         self._stop = threading.Event()
+        self._kernels_go = threading.Event()  # activate lets the kernels' loading start
         self._worker: threading.Thread | None = None
         self.latency = LatencyRecorder(DIAG_WINDOW, wrap=True)
         self.infer_ns = LatencyRecorder(DIAG_WINDOW, wrap=True)
@@ -180,9 +181,10 @@ class FusionNode(node_utils.DeviceNode):
         self.radar_name = self.sync_params.radars[0]
         self.aligner = Aligner(self.sync_params)
         # The tracker's numba kernels load (or compile, after an install) on a thread of their
-        # own, started before the real-time set-up: the node is up ~0.4 s sooner, tracking on
-        # the numpy kernels (the same numbers) until the compiled ones are warm.
-        tracker.warm_up_in_background()
+        # own, made before the real-time set-up (an ordinary thread) and let go once the node
+        # is active: it is up ~0.4 s sooner, tracking on the numpy kernels (the same numbers)
+        # until the compiled ones are warm.
+        tracker.warm_up_in_background(self._kernels_go)
         self.engine = FusionEngine(fusion_params)
         self.runner = None
         self.input_hw = DEFAULT_INPUT_HW
@@ -291,6 +293,7 @@ class FusionNode(node_utils.DeviceNode):
         self._stop.clear()
         self._worker = threading.Thread(target=self._work, name='fusion', daemon=True)
         self._worker.start()
+        self._kernels_go.set()
 
     def deactivate(self) -> None:
         """Stops the worker."""

@@ -119,3 +119,19 @@ def test_system_facts_reports_the_kernel_and_limits() -> None:
         'sched_rt_runtime_us',
     ):
         assert facts[key], key
+
+
+def test_background_imports_wait_for_go() -> None:
+    code = textwrap.dedent("""
+        import sys, threading, time
+        from rt_fusion.core import realtime
+        go = threading.Event()
+        thread = realtime.import_in_background(('xml.dom.minidom', 'no_such_module_x'), go)
+        time.sleep(0.2)
+        before = 'xml.dom.minidom' in sys.modules
+        go.set()
+        thread.join(60)
+        print(before, 'xml.dom.minidom' in sys.modules, thread.is_alive())
+    """)
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ['False', 'True', 'False']  # a missing module is no error

@@ -452,19 +452,25 @@ def upgrade(current: Kernels, jit: bool | None) -> Kernels:
     return current
 
 
-def load_in_background(warm: Callable[[Kernels], object]) -> threading.Thread | None:
+def load_in_background(
+    warm: Callable[[Kernels], object], go: threading.Event | None = None
+) -> threading.Thread | None:
     """Loads the compiled set (numba's import, its cache or a compilation) and calls ``warm``
-    with it on a daemon thread; until that returns :func:`kernels` gives the numpy set. None
-    (nothing started) where numba is not wanted, already loaded, or missing.
+    with it on a daemon thread, once ``go`` is set (None: at once); until that returns
+    :func:`kernels` gives the numpy set. None (nothing started) where numba is not wanted,
+    already loaded, or missing.
 
-    A thread made now keeps the scheduling policy of its maker: call it before a real-time
-    set-up (SCHED_FIFO), so the loading competes as an ordinary thread."""
+    The thread starts now and keeps the scheduling policy of its maker: call this before a
+    real-time set-up (SCHED_FIFO), so the loading is an ordinary thread. ``go``: a node sets it
+    when it is up, so the loading (mostly Python, holding the GIL) does not slow its start."""
     if not _wanted(None) or _compiled.cache_info().currsize or _loading.is_set():
         return None
     _loading.set()
 
     def run() -> None:
         try:
+            if go is not None:
+                go.wait()
             compiled = _compiled()
             if compiled is not None:
                 warm(compiled)

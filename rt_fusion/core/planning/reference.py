@@ -1,12 +1,19 @@
 """Reference path: a cubic spline through waypoints, parametrised by arc length, kept as a dense
-table so that evaluation is a vectorised linear interpolation (fast for thousands of points)."""
+table so that evaluation is a vectorised linear interpolation (fast for thousands of points).
+
+Two waypoints make a straight line, built and projected on in closed form: no scipy, whose
+``interpolate`` and ``spatial`` packages cost a starting planner ~0.3 s of imports (they are
+imported when the first curved path is built; the planner node imports them in the background
+once it is up, so a route that arrives later does not wait for them).
+"""
 
 from __future__ import annotations
 
+import math
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
-from scipy.interpolate import CubicSpline
-from scipy.spatial import cKDTree
 
 from rt_fusion.core.errors import RtFusionError
 
@@ -33,8 +40,16 @@ class ReferencePath:
         pts = pts[keep]
         if pts.shape[0] < 2:
             raise PathError('waypoints collapse to a single point')
+        self.ds = ds
+        self._tree: Any = None  # a KD-tree of the table; None: a straight line (closed form)
+        if pts.shape[0] == 2:
+            self._line(pts[0], pts[1], ds)
+            return
+        from scipy.interpolate import CubicSpline  # noqa: PLC0415 (curved paths only: 0.3 s)
+        from scipy.spatial import cKDTree  # noqa: PLC0415
+
         chord = np.concatenate(([0.0], np.cumsum(np.hypot(*np.diff(pts, axis=0).T))))
-        bc = 'natural' if pts.shape[0] > 2 else 'not-a-knot'
+        bc = 'natural'
         sx, sy = (
             CubicSpline(chord, pts[:, 0], bc_type=bc),
             CubicSpline(chord, pts[:, 1], bc_type=bc),
@@ -51,8 +66,17 @@ class ReferencePath:
         ddx, ddy = sx(uu, 2), sy(uu, 2)
         self.yaw = np.unwrap(np.arctan2(dy, dx))
         self.kappa = (dx * ddy - dy * ddx) / np.maximum(np.hypot(dx, dy) ** 3, 1e-9)
-        self.ds = ds
         self._tree = cKDTree(np.column_stack((self.x, self.y)))
+
+    def _line(self, a: F64, b: F64, ds: float) -> None:
+        """The table of the segment a -> b (what a cubic spline through two points is)."""
+        self.length = float(np.hypot(*(b - a)))
+        self.s = np.arange(0.0, self.length + 1e-9, ds)
+        heading = float(np.arctan2(b[1] - a[1], b[0] - a[0]))
+        self.x = a[0] + np.cos(heading) * self.s
+        self.y = a[1] + np.sin(heading) * self.s
+        self.yaw = np.full_like(self.s, heading)
+        self.kappa = np.zeros_like(self.s)
 
     @classmethod
     def straight(
@@ -87,6 +111,10 @@ class ReferencePath:
     def project(self, x: F64, y: F64) -> tuple[F64, F64]:
         """Cartesian points -> Frenet (s, d), by the nearest table point refined on its tangent."""
         px, py = np.atleast_1d(np.asarray(x, np.float64)), np.atleast_1d(np.asarray(y, np.float64))
+        if self._tree is None:  # a straight line: along and across it from its start
+            c, s = math.cos(self.yaw[0]), math.sin(self.yaw[0])
+            ex, ey = px - self.x[0], py - self.y[0]
+            return ex * c + ey * s, -ex * s + ey * c
         _, i = self._tree.query(np.column_stack((px, py)))
         c, s = np.cos(self.yaw[i]), np.sin(self.yaw[i])
         ex, ey = px - self.x[i], py - self.y[i]

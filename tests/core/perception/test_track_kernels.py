@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -124,3 +127,40 @@ def test_without_numba_the_tracker_uses_numpy(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setenv('RT_FUSION_JIT', '0')
     assert Tracker().k.name == 'numpy'
     assert track_kernels.kernels(jit=False) is track_kernels.NUMPY
+
+
+LOAD_LATER = """
+import threading, numpy as np
+from rt_fusion.core.perception import track_kernels as tk
+from rt_fusion.core.perception.tracker import Detection, Tracker, warm_up_in_background
+go = threading.Event()
+assert warm_up_in_background(go)
+assert tk.loading() and tk.kernels().name == 'numpy'
+tracker = Tracker()
+a = Detection(10.0, 0.0, 5.0, 0.0)
+tracker.step(0, [a])
+held = tracker.k.name
+go.set()
+for t in threading.enumerate():
+    if t.name == 'numba-kernels':
+        t.join(120)
+assert not tk.loading()
+tracker.step(10_000_000, [a])
+print(held, tracker.k.name, tk.kernels().name, len(tracker))
+"""
+
+
+def test_kernels_loaded_in_the_background_replace_numpy_at_the_next_step() -> None:
+    if track_kernels.kernels(jit=True).name != 'numba':
+        pytest.skip('numba is not installed')
+    env = {k: v for k, v in os.environ.items() if k != 'RT_FUSION_JIT'}
+    out = subprocess.run(
+        [sys.executable, '-c', LOAD_LATER],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ['numpy', 'numba', 'numba', '1']

@@ -177,3 +177,39 @@ def test_curved_reference_path_geometry() -> None:
     assert path.kappa[mid] == pytest.approx(1 / 50, rel=0.02)
     s, d = path.project(np.array([0.0]), np.array([1.0]))  # 1 m left of the start
     assert s[0] == pytest.approx(0.0, abs=0.05) and d[0] == pytest.approx(1.0, abs=0.01)
+
+
+@pytest.mark.parametrize('end', [(500.0, 0.0), (30.0, -40.0), (-7.0, 3.0)])
+def test_a_straight_path_in_closed_form_equals_the_spline_through_its_points(
+    end: tuple[float, float],
+) -> None:
+    a, b = np.array([1.0, 2.0]), np.array([1.0, 2.0]) + end
+    line = ReferencePath([a, b])  # closed form, no scipy
+    spline = ReferencePath([a, (a + b) / 2, b])  # natural spline through collinear points
+    assert line._tree is None and spline._tree is not None
+    assert line.length == pytest.approx(spline.length, rel=1e-9)
+    n = min(line.s.size, spline.s.size)
+    for name in ('s', 'x', 'y', 'yaw', 'kappa'):
+        np.testing.assert_allclose(
+            getattr(line, name)[:n], getattr(spline, name)[:n], atol=1e-6, err_msg=name
+        )
+    rng = np.random.default_rng(3)
+    # Points beside the path, and beyond both of its ends.
+    t = rng.uniform(-0.2, 1.2, 200)
+    px = a[0] + t * end[0] + rng.normal(0, 5, 200)
+    py = a[1] + t * end[1] + rng.normal(0, 5, 200)
+    for got, want in zip(line.project(px, py), spline.project(px, py), strict=True):
+        np.testing.assert_allclose(got, want, atol=1e-6)
+
+
+def test_a_straight_path_does_not_import_scipy() -> None:
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    code = (
+        'import sys; from rt_fusion.core.planning.reference import ReferencePath; '
+        'p = ReferencePath.straight(100.0); p.project([1.0], [2.0]); '
+        "print(sorted(m for m in sys.modules if m.startswith(('scipy.interp', 'scipy.spatial'))))"
+    )
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == '[]'
