@@ -148,8 +148,13 @@ class Proc:
         return False
 
     def wait(self, timeout_s: float = 30.0) -> int:
-        """Exit status, after at most ``timeout_s``."""
-        return self.popen.wait(timeout=timeout_s)
+        """Exit status, after at most ``timeout_s``; its stdout and stderr read to the end (a
+        loaded machine's reader threads lag the exit: a test then checked a stderr without its
+        last lines, the process's fatal error)."""
+        status = self.popen.wait(timeout=timeout_s)
+        for thread in self._threads:
+            thread.join(timeout=5.0)  # until the pipes close (a child that keeps them: 5 s)
+        return status
 
     def stop(self, timeout_s: float = 5.0) -> None:
         """SIGINT to its group (as a terminal's Ctrl-C), then SIGKILL after ``timeout_s``.

@@ -27,7 +27,7 @@ import os
 import resource
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -43,8 +43,10 @@ __all__ = [
     'RealtimeParams',
     'RealtimeReport',
     'apply',
+    'background_threads',
     'collect_at_safe_point',
     'import_in_background',
+    'start_in_background',
     'system_facts',
 ]
 
@@ -212,23 +214,51 @@ def apply(params: RealtimeParams) -> RealtimeReport:
     return report
 
 
-def import_in_background(modules: Sequence[str], go: threading.Event) -> threading.Thread:
-    """Imports ``modules`` on a daemon thread once ``go`` is set: what a node needs only later
-    (a planner's spline for the first curved route), loaded after it is up instead of before.
+BACKGROUND = 'startup-'  # name prefix of the threads start_in_background makes
+_background: dict[str, threading.Thread] = {}
 
-    The thread starts now and keeps its maker's scheduling policy: call this before
-    :func:`apply`, so the imports run as an ordinary thread. A failed import is left for the
-    code that needs the module to raise."""
+
+def start_in_background(name: str, work: Callable[[], object]) -> threading.Thread:
+    """Runs ``work`` once per process on a daemon thread named ``startup-<name>``: start-up
+    work a node need not wait for (compiled kernels, modules for later), begun once it is up.
+
+    The thread drops to SCHED_OTHER first: a real-time node's threads inherit its SCHED_FIFO,
+    and loading must not compete with the loop at its priority. A second call while the first
+    thread lives returns that thread; after it, a new one runs ``work`` again (cheap when its
+    work is done: imports and caches are already there). Errors in ``work`` are left to the
+    code that needs its result."""
+    running = _background.get(name)
+    if running is not None and running.is_alive():
+        return running
 
     def run() -> None:
-        go.wait()
+        with contextlib.suppress(OSError, AttributeError):
+            os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+        with contextlib.suppress(Exception):
+            work()
+
+    thread = threading.Thread(target=run, name=BACKGROUND + name, daemon=True)
+    _background[name] = thread
+    thread.start()
+    return thread
+
+
+def background_threads() -> list[threading.Thread]:
+    """The start-up threads still running (a test waits for them before counting resources)."""
+    return [t for t in threading.enumerate() if t.name.startswith(BACKGROUND)]
+
+
+def import_in_background(modules: Sequence[str]) -> threading.Thread:
+    """Imports ``modules`` with :func:`start_in_background`: what a node needs only later (a
+    planner's spline for the first curved route), loaded after it is up instead of before. A
+    module that fails to import is left for the code that needs it to raise."""
+
+    def work() -> None:
         for name in modules:
             with contextlib.suppress(Exception):
                 importlib.import_module(name)
 
-    thread = threading.Thread(target=run, name='imports', daemon=True)
-    thread.start()
-    return thread
+    return start_in_background('imports', work)
 
 
 def collect_at_safe_point(generation: int = 0) -> None:

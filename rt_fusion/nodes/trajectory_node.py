@@ -23,7 +23,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import sys
-import threading
 import time
 from typing import Any, ClassVar
 
@@ -159,11 +158,6 @@ class TrajectoryNode(node_utils.DeviceNode):
         self._msg = Trajectory()
         self._msg.header.frame_id = p.frame_id
         self._points = [TrajectoryPoint() for _ in self.planner.t]
-        # A straight path needs no scipy; a curved route may come later: its spline and KD-tree
-        # modules are imported once the node is up (an ordinary thread, made before the
-        # real-time set-up), not on the route's arrival nor before the node is back.
-        self._imports_go = threading.Event()
-        realtime.import_in_background(('scipy.interpolate', 'scipy.spatial'), self._imports_go)
         # Warm the planner (first calls allocate caches), then lock the process down.
         self.planner.plan(frenet.FrenetState(0.0, 5.0, 0.0, 0.0, 0.0, 0.0), [])
         self.planner.previous = None
@@ -180,7 +174,10 @@ class TrajectoryNode(node_utils.DeviceNode):
     def activate(self) -> None:
         """Starts the replanning timer (clock 'wall'; with 'stamps' object lists drive it)."""
         self._next_ns = time.monotonic_ns()
-        self._imports_go.set()
+        # A straight path needs no scipy; a curved route may come later: its spline and KD-tree
+        # modules are imported once the node is up (a thread at SCHED_OTHER), not on the
+        # route's arrival nor before the node is back.
+        realtime.import_in_background(('scipy.interpolate', 'scipy.spatial'))
         if self.params.clock == 'wall':
             self.timer = self.create_timer(1.0 / self.params.replan_hz, self._on_tick)
 

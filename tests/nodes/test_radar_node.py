@@ -111,11 +111,11 @@ def test_sensor_configuration_is_sent_and_its_echo_checked(procs: ProcGroup, wro
         'max_distance:=250.0',
     )
     if wrong:
-        assert radar.wait(60) == 2
+        assert radar.wait(60) == 2, radar.stderr[-20:]
         assert any(
             'did not take its configuration' in line and 'max_distance_m' in line
             for line in radar.stderr
-        )
+        ), radar.stderr[-20:]
     else:
         diag = procs.echo(
             '/diagnostics',

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import rclpy
 
+from rt_fusion.core import realtime
 from rt_fusion.core.shm import SHM_DIR
 from rt_fusion.ros import compat
 
@@ -39,7 +40,11 @@ def _segments() -> list[str]:
 
 
 def state(node: object, step: str, cycle: int) -> dict[str, object]:
-    """What the node holds now."""
+    """What the node holds now, once its start-up work in the background (a node's compiled
+    kernels, modules for later: ``realtime.start_in_background``) has finished: transient, and
+    what it leaves (a loaded library) stays for the process's life, not per cycle."""
+    for thread in realtime.background_threads():
+        thread.join(120)
     return {
         'step': step,
         'cycle': cycle,

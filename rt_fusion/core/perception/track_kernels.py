@@ -453,24 +453,20 @@ def upgrade(current: Kernels, jit: bool | None) -> Kernels:
 
 
 def load_in_background(
-    warm: Callable[[Kernels], object], go: threading.Event | None = None
-) -> threading.Thread | None:
+    warm: Callable[[Kernels], object],
+    start: Callable[[Callable[[], None]], object] | None = None,
+) -> bool:
     """Loads the compiled set (numba's import, its cache or a compilation) and calls ``warm``
-    with it on a daemon thread, once ``go`` is set (None: at once); until that returns
-    :func:`kernels` gives the numpy set. None (nothing started) where numba is not wanted,
-    already loaded, or missing.
-
-    The thread starts now and keeps the scheduling policy of its maker: call this before a
-    real-time set-up (SCHED_FIFO), so the loading is an ordinary thread. ``go``: a node sets it
-    when it is up, so the loading (mostly Python, holding the GIL) does not slow its start."""
+    with it, off the caller's thread: ``start`` runs the given work on a thread (a node's
+    ``realtime.start_in_background``; None: a plain daemon thread). Until it is done
+    :func:`kernels` gives the numpy set. False (nothing started) where numba is not wanted,
+    already loaded, or being loaded."""
     if not _wanted(None) or _compiled.cache_info().currsize or _loading.is_set():
-        return None
+        return False
     _loading.set()
 
     def run() -> None:
         try:
-            if go is not None:
-                go.wait()
             compiled = _compiled()
             if compiled is not None:
                 warm(compiled)
@@ -479,6 +475,8 @@ def load_in_background(
         finally:
             _loading.clear()
 
-    thread = threading.Thread(target=run, name='numba-kernels', daemon=True)
-    thread.start()
-    return thread
+    if start is None:
+        threading.Thread(target=run, name='numba-kernels', daemon=True).start()
+    else:
+        start(run)
+    return True

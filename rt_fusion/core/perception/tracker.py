@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import threading
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
@@ -578,13 +577,12 @@ def warm_up(jit: bool | None = None, k: Kernels | None = None) -> str:
     return tracker.k.name
 
 
-def warm_up_in_background(go: threading.Event | None = None) -> bool:
-    """:func:`warm_up` of the numba set on a thread of its own, from when ``go`` is set
-    (``track_kernels``'s ``load_in_background``): a node is up ~0.4 s sooner, its trackers on
-    the numpy set (the same numbers) until the compiled one is warm. False when nothing was
-    started (numba missing, turned off, or loaded already). Call it before the real-time
-    set-up."""
-    return tk.load_in_background(lambda k: warm_up(k=k), go) is not None
+def warm_up_in_background(start: Callable[[Callable[[], None]], object] | None = None) -> bool:
+    """:func:`warm_up` of the numba set off the caller's thread (``track_kernels``'s
+    ``load_in_background``; ``start``: how to run it on a thread): a node is up ~0.4 s sooner,
+    its trackers on the numpy set (the same numbers) until the compiled one is warm. False when
+    nothing was started (numba missing, turned off, loaded or loading already)."""
+    return tk.load_in_background(lambda k: warm_up(k=k), start)
 
 
 def _column(name: str, block: str, start: int, tail: tuple[int, ...]) -> property:

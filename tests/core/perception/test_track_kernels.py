@@ -133,17 +133,19 @@ LOAD_LATER = """
 import threading, numpy as np
 from rt_fusion.core.perception import track_kernels as tk
 from rt_fusion.core.perception.tracker import Detection, Tracker, warm_up_in_background
-go = threading.Event()
-assert warm_up_in_background(go)
+go, threads = threading.Event(), []
+def start(work):
+    threads.append(threading.Thread(target=lambda: (go.wait(), work()), daemon=True))
+    threads[0].start()
+assert warm_up_in_background(start)
+assert not warm_up_in_background(start)  # once: loading already
 assert tk.loading() and tk.kernels().name == 'numpy'
 tracker = Tracker()
 a = Detection(10.0, 0.0, 5.0, 0.0)
 tracker.step(0, [a])
 held = tracker.k.name
 go.set()
-for t in threading.enumerate():
-    if t.name == 'numba-kernels':
-        t.join(120)
+threads[0].join(120)
 assert not tk.loading()
 tracker.step(10_000_000, [a])
 print(held, tracker.k.name, tk.kernels().name, len(tracker))
