@@ -179,6 +179,7 @@ class FusionNode(node_utils.DeviceNode):
             )
         self.radar_name = self.sync_params.radars[0]
         self.aligner = Aligner(self.sync_params)
+        tracker.defer_compiled()  # numba is loaded once the node is active (see activate)
         self.engine = FusionEngine(fusion_params)
         self.runner = None
         self.input_hw = DEFAULT_INPUT_HW

@@ -422,8 +422,10 @@ def _compiled() -> Kernels | None:
     )
 
 
-# The compiled set loading on a thread (load_in_background): numpy serves until it is warm.
+# The compiled set loading on a thread (load_in_background), or deferred until then (defer):
+# numpy serves until it is warm.
 _loading = threading.Event()
+_deferred = threading.Event()
 _load_failed: list[BaseException] = []
 
 
@@ -434,9 +436,17 @@ def _wanted(jit: bool | None) -> bool:
 def kernels(jit: bool | None = None) -> Kernels:
     """The numba set when ``jit`` (None: unless ``RT_FUSION_JIT=0``) and numba is installed,
     else the numpy set (also while the numba set loads in the background, or if that failed)."""
-    if not _wanted(jit) or _loading.is_set() or _load_failed:
+    if not _wanted(jit) or _loading.is_set() or _deferred.is_set() or _load_failed:
         return NUMPY
     return _compiled() or NUMPY
+
+
+def defer() -> None:
+    """Until :func:`load_in_background` has run, :func:`kernels` gives the numpy set: a node
+    builds its trackers while starting and loads the compiled set once it is up (without this,
+    the first tracker would import numba there and then, and compile on its first scan)."""
+    if _wanted(None) and not _compiled.cache_info().currsize:
+        _deferred.set()
 
 
 def loading() -> bool:
@@ -447,7 +457,7 @@ def loading() -> bool:
 def upgrade(current: Kernels, jit: bool | None) -> Kernels:
     """The set a kernel user should hold now: ``current``, or the compiled set once it is warm
     where that was wanted (a tracker made while it loaded holds numpy until then)."""
-    if current is NUMPY and not _loading.is_set() and _wanted(jit):
+    if current is NUMPY and not (_loading.is_set() or _deferred.is_set()) and _wanted(jit):
         return kernels(jit)
     return current
 
@@ -462,8 +472,10 @@ def load_in_background(
     :func:`kernels` gives the numpy set. False (nothing started) where numba is not wanted,
     already loaded, or being loaded."""
     if not _wanted(None) or _compiled.cache_info().currsize or _loading.is_set():
+        _deferred.clear()  # nothing to wait for (loaded, loading, or not wanted)
         return False
-    _loading.set()
+    _loading.set()  # before the deferral ends: kernels() never imports numba in between
+    _deferred.clear()
 
     def run() -> None:
         try:

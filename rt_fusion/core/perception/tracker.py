@@ -577,6 +577,12 @@ def warm_up(jit: bool | None = None, k: Kernels | None = None) -> str:
     return tracker.k.name
 
 
+def defer_compiled() -> None:
+    """Trackers made from now on hold the numpy set until :func:`warm_up_in_background` has
+    loaded the compiled one (``track_kernels.defer``): a node calls it before building them."""
+    tk.defer()
+
+
 def warm_up_in_background(start: Callable[[Callable[[], None]], object] | None = None) -> bool:
     """:func:`warm_up` of the numba set off the caller's thread (``track_kernels``'s
     ``load_in_background``; ``start``: how to run it on a thread): a node is up ~0.4 s sooner,
