@@ -14,6 +14,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -96,12 +97,18 @@ def _need_launch() -> Path:
     return ros2
 
 
-def test_the_description_builds_where_launch_ros_exists() -> None:
-    _need_launch()
+def _vehicle_launch() -> Any:
+    """launch/vehicle.launch.py as a module (launch files are not importable by name)."""
     spec = importlib.util.spec_from_file_location('vehicle_launch', LAUNCH)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    return module
+
+
+def test_the_description_builds_where_launch_ros_exists() -> None:
+    _need_launch()
+    module = _vehicle_launch()
     description = module.generate_launch_description()
     # config, overrides, emulate, data, log_level, respawn, respawn_delay, dds_profile, one
     # switch per node, and the graph.
@@ -113,10 +120,7 @@ def test_a_bad_respawn_delay_is_refused_with_its_name(text: str) -> None:
     _need_launch()
     from launch import LaunchContext  # noqa: PLC0415
 
-    spec = importlib.util.spec_from_file_location('vehicle_launch', LAUNCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = _vehicle_launch()
     context = LaunchContext()
     context.launch_configurations['respawn_delay'] = text
     with pytest.raises(ValueError, match='respawn_delay'):
@@ -131,10 +135,7 @@ def test_the_dds_profile_is_given_to_every_node_or_refused_with_its_name(
     _need_launch()
     from launch import LaunchContext  # noqa: PLC0415
 
-    spec = importlib.util.spec_from_file_location('vehicle_launch', LAUNCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = _vehicle_launch()
     context = LaunchContext()
     context.launch_configurations['dds_profile'] = ''
     assert module._dds_profile(context) == {}

@@ -219,8 +219,9 @@ _background: dict[str, threading.Thread] = {}
 
 
 def start_in_background(name: str, work: Callable[[], object]) -> threading.Thread:
-    """Runs ``work`` once per process on a daemon thread named ``startup-<name>``: start-up
-    work a node need not wait for (compiled kernels, modules for later), begun once it is up.
+    """Runs ``work`` on a daemon thread named ``startup-<name>``, one at a time per name:
+    start-up work a node need not wait for (compiled kernels, modules for later), begun once it
+    is up.
 
     The thread drops to SCHED_OTHER first: a real-time node's threads inherit its SCHED_FIFO,
     and loading must not compete with the loop at its priority. A second call while the first

@@ -29,7 +29,7 @@ import math
 import numpy as np
 
 from rt_fusion.core.params import param
-from rt_fusion.core.perception.track_kernels import NUMPY, kernels, upgrade
+from rt_fusion.core.perception.track_kernels import NUMPY, kernels, pending
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,8 +75,9 @@ class EgoMotion:
     def __init__(self, params: EgoParams | None = None, jit: bool | None = None) -> None:
         self.p = params or EgoParams()
         self._jit = jit
-        self._kernels = kernels(jit)  # numba or numpy (track_kernels.kernels)
-        self._consensus = self._kernels.consensus
+        k = kernels(jit)  # numba or numpy (track_kernels.kernels)
+        self._consensus = k.consensus
+        self._upgrade = k is NUMPY and pending()  # numpy only until numba is warm
         self.pose = EgoPose(v_var=self.p.initial_speed_std**2)
         self._history: list[tuple[int, float, float, float]] = []  # (stamp, x, y, yaw)
         self._initialised = False
@@ -103,9 +104,8 @@ class EgoMotion:
         """Speed from one scan's relative forward velocities (vehicle axes) [m/s], or None.
 
         Applied to the filter when consistent with it; returns the consensus (or None)."""
-        if self._kernels is NUMPY:  # numba once it is warm (track_kernels.upgrade)
-            self._kernels = upgrade(self._kernels, self._jit)
-            self._consensus = self._kernels.consensus
+        if self._upgrade and not pending():  # numba once it is warm (track_kernels.pending)
+            self._consensus, self._upgrade = kernels(self._jit).consensus, False
         z, count = self._consensus(
             np.ascontiguousarray(vx_rel, dtype=np.float64), float(self.p.consensus_mps)
         )

@@ -13,7 +13,7 @@ compiled code is cached beside the module, so only the first process after an in
 compilation (about 10 s on two cores). Loading it from that cache still takes ~0.4 s (numba's
 import and LLVM linking), which a restarting node need not wait for: :func:`load_in_background`
 loads and warms the compiled set on a thread of its own while the numpy set serves, and each
-tracker swaps to it at its next step (:func:`upgrade`): the same numbers either way.
+tracker swaps to it at its next step (:func:`pending`): the same numbers either way.
 
 The rows live in three C-contiguous blocks, one per dtype, a fixed range of columns per field
 (the constants below; :class:`~rt_fusion.core.perception.tracker.Tracker` exposes them as named
@@ -454,21 +454,19 @@ def loading() -> bool:
     return _loading.is_set()
 
 
-def upgrade(current: Kernels, jit: bool | None) -> Kernels:
-    """The set a kernel user should hold now: ``current``, or the compiled set once it is warm
-    where that was wanted (a tracker made while it loaded holds numpy until then)."""
-    if current is NUMPY and not (_loading.is_set() or _deferred.is_set()) and _wanted(jit):
-        return kernels(jit)
-    return current
+def pending() -> bool:
+    """True while :func:`kernels` gives the numpy set only for now (deferred or loading): a
+    tracker made meanwhile asks again at its next step, and stops asking once this is False."""
+    return _loading.is_set() or _deferred.is_set()
 
 
 def load_in_background(
     warm: Callable[[Kernels], object],
-    start: Callable[[Callable[[], None]], object] | None = None,
+    start: Callable[[Callable[[], None]], object],
 ) -> bool:
     """Loads the compiled set (numba's import, its cache or a compilation) and calls ``warm``
     with it, off the caller's thread: ``start`` runs the given work on a thread (a node's
-    ``realtime.start_in_background``; None: a plain daemon thread). Until it is done
+    ``realtime.start_in_background``). Until it is done
     :func:`kernels` gives the numpy set. False (nothing started) where numba is not wanted,
     already loaded, or being loaded."""
     if not _wanted(None) or _compiled.cache_info().currsize or _loading.is_set():
@@ -487,8 +485,5 @@ def load_in_background(
         finally:
             _loading.clear()
 
-    if start is None:
-        threading.Thread(target=run, name='numba-kernels', daemon=True).start()
-    else:
-        start(run)
+    start(run)
     return True

@@ -275,7 +275,9 @@ class Tracker:
     def __init__(self, params: TrackerParams | None = None, jit: bool | None = None) -> None:
         self.p = params or TrackerParams()
         self.k: Kernels = kernels(jit)  # numba loops or numpy (track_kernels.kernels)
-        self._jit = jit  # numpy while the numba set loads in the background, then numba
+        self._jit = jit
+        # numpy only until the numba set, deferred or loading in the background, is warm
+        self._upgrade = self.k is tk.NUMPY and tk.pending()
         p = self.p
         # Typed exactly (a YAML integer would otherwise compile a second numba signature).
         self.life = LifeCycle(
@@ -415,7 +417,8 @@ class Tracker:
 
     def predict(self, stamp_ns: int) -> None:
         """Moves every track older than ``stamp_ns`` to it."""
-        self.k = tk.upgrade(self.k, self._jit)  # one check; numba once it is warm
+        if self._upgrade and not tk.pending():  # the hot path: one flag once settled
+            self.k, self._upgrade = kernels(self._jit), False
         if len(self):
             self.k.predict(self._f, self._i, int(stamp_ns), self._q)
         self.stamp_ns = max(self.stamp_ns, stamp_ns)
@@ -564,8 +567,8 @@ def warm_up(jit: bool | None = None, k: Kernels | None = None) -> str:
     tracker = Tracker(jit=jit)
     ego = EgoMotion(jit=jit)
     if k is not None:
-        tracker.k, tracker._jit = k, False  # kept: no upgrade
-        ego._kernels, ego._jit, ego._consensus = k, False, k.consensus
+        tracker.k, tracker._upgrade = k, False
+        ego._consensus, ego._upgrade = k.consensus, False
     a = Detection(10.0, 0.0, 5.0, 0.0)
     b = Detection(10.6, 0.0, pos_std=0.5, source=2, cov_xy=along_ray_cov(0.0, 2.0, 0.1))
     tracker.step(0, [a])
@@ -583,7 +586,7 @@ def defer_compiled() -> None:
     tk.defer()
 
 
-def warm_up_in_background(start: Callable[[Callable[[], None]], object] | None = None) -> bool:
+def warm_up_in_background(start: Callable[[Callable[[], None]], object]) -> bool:
     """:func:`warm_up` of the numba set off the caller's thread (``track_kernels``'s
     ``load_in_background``; ``start``: how to run it on a thread): a node is up ~0.4 s sooner,
     its trackers on the numpy set (the same numbers) until the compiled one is warm. False when
