@@ -133,6 +133,12 @@ class Proc:
         before, line = self.read_until('SUMMARY ', deadline_s)
         return before, json.loads(line.removeprefix('SUMMARY '))
 
+    def tail(self, n: int = 30) -> str:
+        """The last ``n`` stdout lines not read yet and the last ``n`` stderr lines (a failed
+        assertion's context: ``ros2 launch`` writes its nodes' logs to stdout)."""
+        out = list(self.lines.queue)[-n:]
+        return '\n'.join(['stdout:', *out, 'stderr:', *self.stderr[-n:]])
+
     def close_stdin(self) -> None:
         """Closes the child's stdin (processes that linger until their stdin ends then exit)."""
         if self.popen.stdin is not None and not self.popen.stdin.closed:

@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from rt_fusion.ros import graph, launching
-from tests.conftest import ROOT, VENV, ProcGroup, ros_env, shared_file
+from tests.conftest import ROOT, VENV, Proc, ProcGroup, ros_env, shared_file
 
 ROUTE = graph.ROUTE_TOPIC
 
@@ -296,6 +296,18 @@ def test_a_misspelt_node_section_stops_the_launch(tmp_path: Path) -> None:
     assert 'process started' not in log, log  # nothing ran on its defaults
 
 
+def _hearing_status(diag: Proc) -> str:
+    """The fusion's last audio_* diagnostics values that ``diag`` (a /diagnostics echo) holds."""
+    last: dict[str, str] = {}
+    for line in list(diag.lines.queue):
+        if line.startswith('MSG '):
+            for status in json.loads(line.split(' ', 1)[1])['status']:
+                values = {kv['key']: kv['value'] for kv in status['values']}
+                if 'audio_hops' in values:
+                    last = {k: v for k, v in values.items() if k.startswith('audio_')}
+    return f'hearing: {last or "no status"}'
+
+
 def test_ros2_launch_replays_the_microphone_and_the_fusion_hears_the_emergency_siren(
     tmp_path: Path, procs: ProcGroup
 ) -> None:
@@ -340,7 +352,7 @@ def test_ros2_launch_replays_the_microphone_and_the_fusion_hears_the_emergency_s
         {'AMENT_PREFIX_PATH': str(VENV)},
     )
     msgs, summary = events.messages(deadline_s=200)
-    assert summary['received'] == 1, '\n'.join(launch.stderr[-30:])
+    assert summary['received'] == 1, launch.tail() + '\n' + _hearing_status(diag)
     assert msgs[0]['event_class'] == 'siren' and msgs[0]['active'], msgs
     hops = 0
     while hops < 20:  # the hearing ran hop after hop on the replayed blocks, refusing none

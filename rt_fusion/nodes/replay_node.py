@@ -52,7 +52,9 @@ AUDIO_TYPE = 'rt_fusion_msgs/msg/AudioChunk'
 MESSAGES_AHEAD = 32
 T = TypeVar('T')
 R = TypeVar('R')
-AUDIO_SLOTS = 64  # ~1.4 s of 1024-sample blocks at 48 kHz, as microphone_node's default ring
+# ~5.5 s of 1024-sample blocks at 48 kHz, as many as the hearing queues: a fusion executor held
+# up at start (its imports, its first frames) reads them late instead of finding them overwritten.
+AUDIO_SLOTS = 256
 
 
 class BagImage(NamedTuple):
