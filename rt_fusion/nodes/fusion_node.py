@@ -161,6 +161,7 @@ class FusionNode(node_utils.DeviceNode):
         self.hearing: HearingInput | None = None
         self.runner: FrameRunner | None = None
         self.rt_report: realtime.RealtimeReport | None = None
+        self.rt_params: realtime.RealtimeParams | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -267,8 +268,10 @@ class FusionNode(node_utils.DeviceNode):
                 QoSProfile(depth=64, reliability=ReliabilityPolicy.RELIABLE),
             )
         self.diag_timer = self.create_timer(p.diagnostics_period_s, self._publish_diagnostics)
+        self.rt_params = rt
         with node_utils.param_prefix('rt.'):
-            self.rt_report = realtime.apply(rt)
+            # The heap and stack are touched by the worker, the thread that runs the loop.
+            self.rt_report = realtime.apply(rt, prefault_here=False)
         for warning in self.rt_report.warnings:
             self.get_logger().warning(f'real time: {warning}')
         # The camera last, once the slow parts (the models, the real-time set-up) are done: a
@@ -420,6 +423,8 @@ class FusionNode(node_utils.DeviceNode):
     # -- the worker ------------------------------------------------------------------------------
 
     def _work(self) -> None:
+        if self.rt_params is not None:  # its arena and stack, before its first frame
+            realtime.prefault(self.rt_params)
         period = self.params.poll_period_s
         while not self._stop.is_set():
             with self._cond:

@@ -14,7 +14,8 @@ solve time) and ``~/out/path`` (nav_msgs/Path, for rviz). Pedestrians get the yi
 (their path ahead is kept free).
 
 Real time: at configure, after every allocation, :func:`rt_fusion.core.realtime.apply` sets
-SCHED_FIFO, CPU affinity, mlockall, pre-faulting and the GC policy from the parameters; a
+SCHED_FIFO, CPU affinity, mlockall and the GC policy from the parameters (the heap and stack are
+pre-faulted once active, first on the executor); a
 :class:`DeadlineMonitor` measures the loop's lateness and overruns, published in /diagnostics.
 """
 
@@ -30,6 +31,7 @@ import numpy as np
 from geometry_msgs.msg import PoseStamped
 from nav_msgs.msg import Odometry, Path
 from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+from rclpy.timer import Timer
 from rt_fusion_msgs.msg import (
     Lineage,
     Object,
@@ -115,6 +117,8 @@ class TrajectoryNode(node_utils.DeviceNode):
         self.last_status = -1
         self.solve_ms: list[float] = []
         self.rt_report: realtime.RealtimeReport | None = None
+        self.rt_params: realtime.RealtimeParams | None = None
+        self._prefault_timer: Timer | None = None
         self.pending: list[ObjectArray] = []  # clock 'stamps': object lists awaiting odometry
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -161,8 +165,11 @@ class TrajectoryNode(node_utils.DeviceNode):
         # Warm the planner (first calls allocate caches), then lock the process down.
         self.planner.plan(frenet.FrenetState(0.0, 5.0, 0.0, 0.0, 0.0, 0.0), [])
         self.planner.previous = None
+        self.rt_params = rt
         with node_utils.param_prefix('rt.'):
-            self.rt_report = realtime.apply(rt)
+            # The heap and stack are touched once the node is active (_prefault), on the
+            # executor's thread that plans: 0.17 s of a VM's start-up otherwise.
+            self.rt_report = realtime.apply(rt, prefault_here=False)
         for warning in self.rt_report.warnings:
             self.get_logger().warning(f'real time: {warning}')
         self.get_logger().info(
@@ -178,11 +185,24 @@ class TrajectoryNode(node_utils.DeviceNode):
         # modules are imported once the node is up (a thread at SCHED_OTHER), not on the
         # route's arrival nor before the node is back.
         realtime.import_in_background(('scipy.interpolate', 'scipy.spatial'))
+        self._prefault_timer = self.create_timer(0.0, self._prefault)
         if self.params.clock == 'wall':
             self.timer = self.create_timer(1.0 / self.params.replan_hz, self._on_tick)
 
+    def _prefault(self) -> None:
+        """Once, first on the executor after activation: the planning thread's heap and stack
+        (its malloc arena: the main thread's, with the single-threaded executor)."""
+        if self._prefault_timer is not None:
+            self.destroy_timer(self._prefault_timer)
+            self._prefault_timer = None
+        if self.rt_params is not None:
+            realtime.prefault(self.rt_params)
+
     def deactivate(self) -> None:
         """Stops replanning."""
+        if self._prefault_timer is not None:
+            self.destroy_timer(self._prefault_timer)
+            self._prefault_timer = None
         timer = getattr(self, 'timer', None)
         if timer is not None:
             self.destroy_timer(timer)

@@ -139,3 +139,51 @@ def test_background_start_up_work_runs_once_on_its_own_named_thread() -> None:
     out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True)
     # A missing module is no error; nothing is left running.
     assert out.stdout.split() == ['True', "['startup-held']", 'True', '[]']
+
+
+THREAD_CHILD = textwrap.dedent("""
+    import ctypes, json, resource, sys, threading
+    from rt_fusion.core import params, realtime
+    p = params.build(realtime.RealtimeParams, json.loads(sys.argv[1]))
+    realtime.apply(p, prefault_here=False)  # locks memory, keeps freed heap; touches nothing
+    libc = ctypes.CDLL(None)
+    libc.malloc.restype = ctypes.c_void_p
+    libc.malloc.argtypes = [ctypes.c_size_t]
+    libc.free.argtypes = [ctypes.c_void_p]
+    faults = {}
+
+    def loop(name, warm):
+        if warm:
+            realtime.prefault(p)
+        before = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt
+        blocks = [libc.malloc(1 << 20) for _ in range(6)]  # the loop's working memory
+        for b in blocks:
+            ctypes.memset(b, 2, 1 << 20)
+        faults[name] = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt - before
+        for b in blocks:
+            libc.free(b)
+        done.wait()  # alive until both ran: a thread's arena passes to the next thread made
+
+    done = threading.Barrier(3)
+    threads = [threading.Thread(target=loop, args=a) for a in (('cold', False), ('warm', True))]
+    for t in threads:
+        t.start()
+    done.wait()
+    print(json.dumps(faults))
+""")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason='mlockall of a whole process needs root')
+def test_a_worker_that_prefaults_its_own_arena_does_not_fault_in_its_loop() -> None:
+    # glibc gives each allocating thread an arena: the heap a node's worker uses is its own,
+    # so the worker touches it (prefault), not the main thread at configure.
+    out = subprocess.run(
+        [sys.executable, '-c', THREAD_CHILD, json.dumps({'prefault_heap_mib': 16})],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    faults = json.loads(out.stdout)
+    assert faults['cold'] > 1000, faults  # 6 MiB of fresh pages: ~1,500 faults
+    assert faults['warm'] < faults['cold'] / 10, faults
