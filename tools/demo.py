@@ -155,7 +155,12 @@ class Probe:
         self.objects: dict[str, list[dict[str, Any]]] = {'fusion': []}
         self.plans: list[dict[str, Any]] = []
         self.hello = HELLO  # a writer's handshake descriptor: no frame
-        self.committed = 0  # camera frames committed (their descriptors)
+        # Camera frames committed: the ring's sequence numbers say how many, so a descriptor
+        # this probe missed (a loaded machine: the writer keeps only a ring's worth of them for
+        # late readers) is still counted; ``seen`` is what arrived.
+        self.committed = 0
+        self.seen = 0
+        self._last_sequence: dict[tuple[str, int], int] = {}  # per ring (segment, epoch)
         self.ledger: dict[str, int] = {}  # the fusion node's frame ledger (its diagnostics)
         self.stages: dict[str, str] = {}  # and its stage times
         self.node.create_subscription(ShmFrame, '/camera/out/image/shm', self._on_frame, qos)
@@ -168,7 +173,11 @@ class Probe:
 
     def _on_frame(self, m: Any) -> None:
         if m.encoding != self.hello:
-            self.committed += 1
+            self.seen += 1
+            ring = (m.segment, m.segment_epoch_ns)
+            self._last_sequence[ring] = max(self._last_sequence.get(ring, -1), m.sequence)
+            by_sequence = sum(last + 1 for last in self._last_sequence.values())
+            self.committed = max(self.seen, by_sequence)
 
     def _on_diag(self, m: Any) -> None:
         from rt_fusion.ros import diagnostics  # noqa: PLC0415
@@ -655,7 +664,7 @@ def stage_table(samples: dict[str, dict[str, list[int]]], args: argparse.Namespa
 
 
 LEDGER_STAGES = (
-    ('committed', 'camera frames committed (descriptors seen by the probe)'),
+    ('committed', "camera frames committed (the ring's sequence numbers, seen by the probe)"),
     ('transport_lost', 'lost in transport (committed, never delivered nor overrun)'),
     ('frames_overrun', 'overrun in the ring (policy: newest wins)'),
     ('frames_stale', 'slot rewritten before its descriptor was read (policy: newest wins)'),
@@ -674,7 +683,11 @@ LEDGER_STAGES = (
 def frame_ledger(probe: Probe) -> dict[str, Any]:
     """The run's frames stage by stage: what the probe saw committed, and the fusion node's
     own ledger; ``unexplained`` names the losses no configured bound explains."""
-    led: dict[str, Any] = {'committed': probe.committed, **probe.ledger}
+    led: dict[str, Any] = {
+        'committed': probe.committed,
+        'probe_missed_descriptors': probe.committed - probe.seen,  # counted by their sequence
+        **probe.ledger,
+    }
     if not probe.ledger:
         led['unexplained'] = {'no frame ledger from the fusion node': probe.committed}
         return led
