@@ -155,11 +155,7 @@ class Probe:
         self.objects: dict[str, list[dict[str, Any]]] = {'fusion': []}
         self.plans: list[dict[str, Any]] = []
         self.hello = HELLO  # a writer's handshake descriptor: no frame
-        # Camera frames committed: the ring's sequence numbers say how many, so a descriptor
-        # this probe missed (a loaded machine: the writer keeps only a ring's worth of them for
-        # late readers) is still counted; ``seen`` is what arrived.
-        self.committed = 0
-        self.seen = 0
+        self.seen = 0  # camera descriptors that arrived (committed: see the property)
         self._last_sequence: dict[tuple[str, int], int] = {}  # per ring (segment, epoch)
         self.ledger: dict[str, int] = {}  # the fusion node's frame ledger (its diagnostics)
         self.stages: dict[str, str] = {}  # and its stage times
@@ -176,8 +172,13 @@ class Probe:
             self.seen += 1
             ring = (m.segment, m.segment_epoch_ns)
             self._last_sequence[ring] = max(self._last_sequence.get(ring, -1), m.sequence)
-            by_sequence = sum(last + 1 for last in self._last_sequence.values())
-            self.committed = max(self.seen, by_sequence)
+
+    @property
+    def committed(self) -> int:
+        """Camera frames committed: the ring's sequence numbers say how many, so a descriptor
+        this probe missed (a loaded machine: the writer keeps only a ring's worth of them for
+        late readers) is still counted."""
+        return max(self.seen, sum(last + 1 for last in self._last_sequence.values()))
 
     def _on_diag(self, m: Any) -> None:
         from rt_fusion.ros import diagnostics  # noqa: PLC0415

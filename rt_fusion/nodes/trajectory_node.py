@@ -192,17 +192,18 @@ class TrajectoryNode(node_utils.DeviceNode):
     def _prefault(self) -> None:
         """Once, first on the executor after activation: the planning thread's heap and stack
         (its malloc arena: the main thread's, with the single-threaded executor)."""
-        if self._prefault_timer is not None:
-            self.destroy_timer(self._prefault_timer)
-            self._prefault_timer = None
+        self._cancel_prefault()
         if self.rt_params is not None:
             realtime.prefault(self.rt_params)
 
-    def deactivate(self) -> None:
-        """Stops replanning."""
+    def _cancel_prefault(self) -> None:
         if self._prefault_timer is not None:
             self.destroy_timer(self._prefault_timer)
             self._prefault_timer = None
+
+    def deactivate(self) -> None:
+        """Stops replanning."""
+        self._cancel_prefault()
         timer = getattr(self, 'timer', None)
         if timer is not None:
             self.destroy_timer(timer)
