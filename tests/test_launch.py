@@ -331,6 +331,7 @@ def test_ros2_launch_replays_the_microphone_and_the_fusion_hears_the_emergency_s
     events = procs.echo(
         '/fusion/out/audio_events',
         'rt_fusion_msgs/msg/AudioEvent',
+        *('--qos', 'latched'),  # the events are latched: an onset before discovery still arrives
         '--count',
         '1',
         '--timeout',

@@ -4,7 +4,8 @@
   python tools/topic_echo.py /imu/out/imu sensor_msgs/msg/Imu --count 10
 
 Each line is ``MSG {json}``; at the end ``SUMMARY {"received": n}``. ``--qos sensor`` subscribes
-best-effort (SensorDataQoS), the default is reliable with ``--depth``.
+best-effort (SensorDataQoS), ``--qos latched`` reliable and transient-local (a latched topic's
+history, such as the fusion's audio events), the default is reliable with ``--depth``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 import rclpy
 from rclpy.duration import Duration
-from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from std_msgs.msg import UInt64
 
 from rt_fusion.ros import compat
@@ -40,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
         default=0.0,
         help='stop when nothing arrived for this long, once something did [s]',
     )
-    parser.add_argument('--qos', choices=('reliable', 'sensor'), default='reliable')
+    parser.add_argument('--qos', choices=('reliable', 'sensor', 'latched'), default='reliable')
     parser.add_argument('--depth', type=int, default=1000)
     parser.add_argument('--quiet', action='store_true', help='only the summary')
     parser.add_argument(
@@ -74,7 +75,13 @@ def main(argv: list[str] | None = None) -> int:
     qos = (
         qos_profile_sensor_data
         if args.qos == 'sensor'
-        else QoSProfile(depth=args.depth, reliability=ReliabilityPolicy.RELIABLE)
+        else QoSProfile(
+            depth=args.depth,
+            reliability=ReliabilityPolicy.RELIABLE,
+            durability=DurabilityPolicy.TRANSIENT_LOCAL
+            if args.qos == 'latched'
+            else DurabilityPolicy.VOLATILE,
+        )
     )
     ack_pub = (
         node.create_publisher(

@@ -12,6 +12,10 @@ before it was read is counted as lost.
 A thread of its own runs the detector every hop (100 ms), off the executor and off the camera
 worker, and publishes ``~/out/audio_events`` (rt_fusion_msgs/AudioEvent: class, probability,
 onset stamp on the host clock, on and off). ``active`` is what the fusion engine reads.
+The events are few and each is a change of state, so the topic is latched (reliable,
+transient-local, the last 50): a planner or logger that joins late, or whose discovery of this
+node finishes after the siren began, still gets the onset (subscribe transient-local for the
+history; a volatile subscriber gets what comes after it matched).
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from typing import Any
 
 import numpy as np
 from rclpy.node import Node
-from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rt_fusion_msgs.msg import AudioChunk, AudioEvent
 
 from rt_fusion.core import linux
@@ -35,6 +39,9 @@ from rt_fusion.core.shm import Overrun, ShmError, ShmRingReader
 from rt_fusion.inference.hearing import HearingModel, onnx_classifier
 from rt_fusion.ros.conversions import msg_to_descriptor, ns_to_time, time_to_ns
 
+EVENTS_QOS = QoSProfile(
+    depth=50, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
+)
 QUEUE_BLOCKS = 256  # ~5 s of 1024-sample blocks at 48 kHz; older ones are dropped and counted
 
 
@@ -83,7 +90,7 @@ class HearingInput:
         self.pub = node.create_publisher(
             AudioEvent,
             '~/out/audio_events',
-            QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE),
+            EVENTS_QOS,
         )
         self.sub = node.create_subscription(
             AudioChunk,

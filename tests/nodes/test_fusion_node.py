@@ -222,7 +222,7 @@ def test_a_siren_in_the_microphone_ring_becomes_an_audio_event_and_bad_blocks_ar
     import rclpy  # noqa: PLC0415
     from diagnostic_msgs.msg import DiagnosticArray  # noqa: PLC0415
     from rclpy.executors import SingleThreadedExecutor  # noqa: PLC0415
-    from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: PLC0415
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: PLC0415
     from rt_fusion_msgs.msg import AudioChunk, AudioEvent  # noqa: PLC0415
 
     from rt_fusion.core.shm import ShmRingWriter  # noqa: PLC0415
@@ -287,6 +287,20 @@ def test_a_siren_in_the_microphone_ring_becomes_an_audio_event_and_bad_blocks_ar
         while not (latest.get('audio_rejected', '').count(',') == 4 and events):
             assert time.monotonic() < end, f'events {events}, diagnostics {latest}'
             executor.spin_once(timeout_sec=0.2)
+        late: list[AudioEvent] = []  # the topic is latched: a subscriber that joins now gets it
+        latched = QoSProfile(
+            depth=50,
+            reliability=ReliabilityPolicy.RELIABLE,
+            durability=DurabilityPolicy.TRANSIENT_LOCAL,
+        )
+        node.create_subscription(AudioEvent, '/fusion/out/audio_events', late.append, latched)
+        end = time.monotonic() + 90
+        while len(late) < len(events):
+            assert time.monotonic() < end, f'a late subscriber got {late} of {events}'
+            executor.spin_once(timeout_sec=0.2)
+        assert [(e.event_class, e.active, time_to_ns(e.decided)) for e in late] == [
+            (e.event_class, e.active, time_to_ns(e.decided)) for e in events
+        ]
     finally:
         node.destroy_node()
         context.try_shutdown()
