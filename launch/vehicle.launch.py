@@ -6,6 +6,7 @@
     ros2 launch rt_fusion vehicle.launch.py respawn:=true   # a node that dies is restarted
     ros2 launch rt_fusion vehicle.launch.py respawn:=true respawn_delay:=3.0   # after 3 s
     ros2 launch rt_fusion vehicle.launch.py dds_profile:=large_frames   # graph over computers
+    ros2 launch rt_fusion vehicle.launch.py dds_profile:=   # the environment's Fast DDS profile
 
 Every node reads its parameters from one YAML file (``config``, default the installed
 ``config/vehicle.yaml``), then from ``overrides`` if given; a section for a node this graph does
@@ -52,6 +53,8 @@ from rt_fusion.core.linux import can_udp_port
 from rt_fusion.ros import graph
 
 GROUP = '239.74.163.2'
+# dds_profile names: the shipped Fast DDS profiles under share/rt_fusion/config/.
+PROFILES = {'vehicle': 'fastdds_vehicle.xml', 'large_frames': 'fastdds_large_frames.xml'}
 DATA = Path(__file__).resolve().parents[1].parent / 'shared' / 'data'
 RECORDINGS = {
     'video': 'camera/solidWhiteRight.mp4',
@@ -81,9 +84,8 @@ def _dds_profile(context: LaunchContext) -> dict[str, str]:
     text = LaunchConfiguration('dds_profile').perform(context)
     if not text:
         return {}
-    if text == 'large_frames':
-        share = Path(get_package_share_directory(graph.PACKAGE))
-        path = share / 'config' / 'fastdds_large_frames.xml'
+    if text in PROFILES:
+        path = Path(get_package_share_directory(graph.PACKAGE)) / 'config' / PROFILES[text]
     else:
         path = Path(text)
     if not path.is_file():
@@ -247,10 +249,12 @@ def generate_launch_description() -> LaunchDescription:
         ),
         DeclareLaunchArgument(
             'dds_profile',
-            default_value='',
-            description='a Fast DDS XML profile for every node: a path, or large_frames (the '
-            'shipped config/fastdds_large_frames.xml: 4 MiB socket buffers, for full frames that '
-            "cross computers); empty: Fast DDS's defaults",
+            default_value='vehicle',
+            description='a Fast DDS XML profile for every node: a path, vehicle (the shipped '
+            'config/fastdds_vehicle.xml: a restarted node is discovered within 0.5 s), or '
+            'large_frames (config/fastdds_large_frames.xml: the same, plus 4 MiB socket buffers '
+            "for full frames that cross computers); empty: the environment's own "
+            "(FASTDDS_DEFAULT_PROFILES_FILE) or Fast DDS's defaults",
         ),
     ]
     for node in graph.VEHICLE:

@@ -4,6 +4,7 @@ with the parameter's name — checked against the nodes' own parameter dataclass
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ from rt_fusion.nodes.microphone_node import MicrophoneNode
 from rt_fusion.nodes.radar_node import RadarNode
 from rt_fusion.nodes.trajectory_node import TrajectoryNode
 from rt_fusion.ros.node_utils import check_param_section
-from tests.conftest import ROOT
+from tests.conftest import ROOT, Proc, ProcGroup
 
 # Node name in the YAML files -> the node class that runs under it.
 NODES = {
@@ -136,3 +137,60 @@ def _flatten(section: dict, prefix: str = '') -> set[str]:  # type: ignore[type-
         else:
             flat.add(prefix + key)
     return flat
+
+
+# A node's participant: created, then publishing at 20 Hz until stopped.
+_PUBLISHER = """
+import time, rclpy
+from std_msgs.msg import String
+rclpy.init()
+node = rclpy.create_node('profile_check')
+pub = node.create_publisher(String, '/profile_check', 10)
+print('CREATED', flush=True)
+while True:
+    pub.publish(String(data='x'))
+    time.sleep(0.05)
+"""
+_PROFILE_VARS = ('FASTRTPS_DEFAULT_PROFILES_FILE', 'FASTDDS_DEFAULT_PROFILES_FILE')
+
+
+def _xml_errors(proc: Proc, stdout: list[str]) -> list[str]:
+    """Fast DDS's profile errors (Fast DDS 2 logs them to stdout, 3 to stderr)."""
+    return [line for line in [*stdout, *proc.stderr] if 'XMLPARSER' in line]
+
+
+@pytest.mark.parametrize('name', ['fastdds_vehicle.xml', 'fastdds_large_frames.xml'])
+def test_the_shipped_dds_profiles_load_in_fast_dds_and_nodes_talk_with_them(
+    name: str, procs: ProcGroup
+) -> None:
+    """Fast DDS reads each shipped profile (vehicle.launch.py's ``dds_profile``) without an XML
+    error, on this distribution's Fast DDS, and two participants with it exchange messages."""
+    procs.env.update(dict.fromkeys(_PROFILE_VARS, str(ROOT / 'config' / name)))
+    echo = procs.tool(
+        'topic_echo.py',
+        '/profile_check',
+        'std_msgs/msg/String',
+        '--count',
+        '3',
+        '--timeout',
+        '120',
+    )
+    echo_out, _ = echo.read_until('READY', 120)
+    publisher = procs.spawn([sys.executable, '-c', _PUBLISHER], 'publisher')
+    publisher_out, _ = publisher.read_until('CREATED', 120)
+    _, summary = echo.messages(deadline_s=150)
+    assert summary['received'] == 3, publisher.tail()
+    assert not _xml_errors(echo, echo_out) and not _xml_errors(publisher, publisher_out)
+
+
+def test_a_broken_dds_profile_shows_as_an_xml_error(tmp_path: Path, procs: ProcGroup) -> None:
+    """The check above can fail: Fast DDS reports a profile it cannot read."""
+    broken = tmp_path / 'broken.xml'
+    text = (ROOT / 'config' / 'fastdds_vehicle.xml').read_text()
+    broken.write_text(text.replace('<sec>10</sec>', '<sec>ten</sec>'))
+    procs.env.update(dict.fromkeys(_PROFILE_VARS, str(broken)))
+    publisher = procs.spawn([sys.executable, '-c', _PUBLISHER], 'publisher')
+    stdout, _ = publisher.read_until('CREATED', 120)
+    assert _xml_errors(publisher, stdout) or publisher.wait_stderr('XMLPARSER', 30), (
+        publisher.tail()
+    )

@@ -138,7 +138,19 @@ def test_the_dds_profile_is_given_to_every_node_or_refused_with_its_name(
     module = _vehicle_launch()
     context = LaunchContext()
     context.launch_configurations['dds_profile'] = ''
-    assert module._dds_profile(context) == {}
+    assert module._dds_profile(context) == {}  # the environment's own
+    default = next(
+        a for a in module.generate_launch_description().entities if a.name == 'dds_profile'
+    )
+    assert default.default_value[0].text == 'vehicle'
+    for name, file in (
+        ('vehicle', 'fastdds_vehicle.xml'),
+        ('large_frames', 'fastdds_large_frames.xml'),
+    ):
+        context.launch_configurations['dds_profile'] = name
+        env = module._dds_profile(context)
+        assert Path(env['FASTDDS_DEFAULT_PROFILES_FILE']).name == file
+        assert Path(env['FASTRTPS_DEFAULT_PROFILES_FILE']).is_file()
     context.launch_configurations['dds_profile'] = str(tmp_path / 'missing.xml')
     with pytest.raises(ValueError, match='dds_profile'):
         module._dds_profile(context)

@@ -56,6 +56,9 @@ OUTPUTS = {
 }
 # Who may idle while a node is down: the planner publishes only on the fusion's objects.
 DEPENDS = {'fusion': {'planner'}}
+PROFILES = {  # vehicle.launch.py's dds_profile names
+    name: ROOT / 'config' / f'fastdds_{name}.xml' for name in ('vehicle', 'large_frames')
+}
 ACTIVE = re.compile(r'\[INFO\] \[(\d+\.\d+)\] \[(\w+)\]: active')
 
 
@@ -188,6 +191,12 @@ def main(argv: list[str] | None = None) -> int:
         default=0.0,
         help='launch waits this long before restarting a killed node: a longer outage',
     )
+    parser.add_argument(
+        '--dds-profile',
+        default='vehicle',
+        help="the launch's dds_profile (vehicle, large_frames, a path; '': Fast DDS's defaults), "
+        'given to the probe too',
+    )
     parser.add_argument('--out', type=Path, default=ROOT / 'results' / 'chaos')
     args = parser.parse_args(argv)
     victims = [n.strip() for n in args.nodes.split(',') if n.strip()]
@@ -196,6 +205,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f'--nodes: unknown {unknown} (nodes: {sorted(OUTPUTS)})')
     domain = os.environ.get('ROS_DOMAIN_ID', '44')
     os.environ.update(ROS_DOMAIN_ID=domain, ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST')
+    profile = PROFILES.get(args.dds_profile, args.dds_profile)
+    for var in ('FASTRTPS_DEFAULT_PROFILES_FILE', 'FASTDDS_DEFAULT_PROFILES_FILE'):
+        os.environ.pop(var, None)  # the probe stands for the graph's subscribers: same profile
+        if profile:
+            os.environ[var] = str(Path(profile).resolve())
     args.out.mkdir(parents=True, exist_ok=True)
 
     from rt_fusion.ros import launching  # noqa: PLC0415
@@ -215,6 +229,7 @@ def main(argv: list[str] | None = None) -> int:
             'respawn_delay': str(args.respawn_delay_s),
             'overrides': str(overrides),
             'data': str(args.data),
+            'dds_profile': args.dds_profile,
         },
         env={'PYTHONUNBUFFERED': '1'},
         log=args.out / 'launch.log',
