@@ -27,9 +27,12 @@ through parameters: ``radar_only`` (no network: ``fusion.backend: none``) and ``
 
 Per run: ``OUT/<scenario>-s<seed>/<variant>/metrics.json``, ``timing.json``, ``run.png``,
 ``graph.log``. A table is printed and a last line ``RESULT precision=… recall=… mota=…
-pos_err_m=… vel_err_mps=… id_switches=… fp_per_frame=… collisions=… min_gap_m=… frames=…
-frames_fused=…`` (the fused runs' aggregate). A bag without truth gets the consistency part
-(frames fused, acknowledgements, latency) and says so.
+pos_err_m=… vel_err_mps=… id_switches=… fp_per_frame=… collisions=… collisions_seen=…
+min_gap_m=… frames=… frames_fused=…`` (the fused runs' aggregate). ``collisions`` counts plans
+whose first 3 s overlap a true actor; ``collisions_seen`` those among them where the actor had
+been seen by a sensor when the car planned (the rest are the sensor set's blind spots: who and
+when in ``metrics.json``, ``planning.collision_actors``). A bag without truth gets the
+consistency part (frames fused, acknowledgements, latency) and says so.
 
 ``--closed-loop`` runs ``launch/sim.launch.py`` instead: ``sim_node`` renders the scenario's
 sensors as it goes, lock-step with the fusion node, and the planner's trajectories drive the ego
@@ -86,6 +89,7 @@ LOWER_IS_BETTER = (
     'id_switches',
     'fp_per_frame',
     'collisions',
+    'collisions_seen',
     'emergency_stops',
     'ego_collisions',
 )
@@ -98,6 +102,7 @@ RESULT_KEYS = (
     'id_switches',
     'fp_per_frame',
     'collisions',
+    'collisions_seen',
     'min_gap_m',
 )
 # --closed-loop: the ego as the planner drove it (samples where its box overlapped an actor's,
@@ -333,8 +338,19 @@ def actor_tracks(truth: dict[str, Any]) -> list[ev.ActorTrack]:
     for frame in truth['frames']:
         for o in frame['objects']:
             s = series.setdefault(
-                o['id'], {'t': [], 'x': [], 'y': [], 'yaw': [], 'size': o['size']}
+                o['id'],
+                {
+                    't': [],
+                    'x': [],
+                    'y': [],
+                    'yaw': [],
+                    'size': o['size'],
+                    'kind': o.get('class', ''),
+                    'seen': math.inf,
+                },
             )
+            if any(o.get('visible', {}).values()):  # any sensor: what the car could know
+                s['seen'] = min(s['seen'], frame['t'])
             s['t'].append(frame['t'])
             s['x'].append(o['x'])
             s['y'].append(o['y'])
@@ -348,6 +364,8 @@ def actor_tracks(truth: dict[str, Any]) -> list[ev.ActorTrack]:
             np.asarray(s['yaw']),
             float(s['size'][0]),
             float(s['size'][1]),
+            kind=s['kind'],
+            first_seen=s['seen'],
         )
         for aid, s in sorted(series.items())
     ]
@@ -742,6 +760,7 @@ def flat(metrics: dict[str, Any]) -> dict[str, Any]:
         'class_accuracy': vis.get('class_accuracy'),
         'emergency_recognised': vis.get('emergency_recognised'),
         'collisions': plan.get('collisions'),
+        'collisions_seen': plan.get('collisions_seen'),
         'min_gap_m': plan.get('min_gap_m'),
         'emergency_stops': plan.get('emergency_stops'),
         'ego_collisions': drive.get('collision_samples'),
@@ -764,6 +783,7 @@ def aggregate(rows: list[dict[str, Any]]) -> dict[str, Any]:
         elif key in (
             'id_switches',
             'collisions',
+            'collisions_seen',
             'emergency_stops',
             'ego_collisions',
             'frames',
@@ -794,6 +814,7 @@ def print_table(rows: list[tuple[str, dict[str, Any]]]) -> None:
         'class_accuracy',
         'emergency_recognised',
         'collisions',
+        'collisions_seen',
         'min_gap_m',
         *(c for c in CLOSED_LOOP_KEYS if any(r.get(c) is not None for _n, r in rows)),
         'frames_fused',
@@ -1070,6 +1091,7 @@ def main(argv: list[str] | None = None) -> int:
             'id_switches': 1,
             'fp_per_frame': 0.02,
             'collisions': 0,
+            'collisions_seen': 0,
             'min_gap_m': 0.3,
             'ego_collisions': 0,
             'ego_min_gap_m': 0.3,

@@ -24,7 +24,11 @@ Planning, per published trajectory (points in the world frame, times from the pl
 minimum gap between the ego's box along the plan and the true actors' boxes at the same times
 (oriented rectangles; 0 when they overlap), the first time of overlap (time to collision along the
 plan), collisions (plans that overlap a true actor within their horizon), comfort (peak |a| and
-|jerk| along the plans) and emergency stops.
+|jerk| along the plans) and emergency stops. Collisions are split by what the car could know when
+it planned: ``collisions_seen`` overlap an actor that some sensor had seen by the plan's start
+(the planner's and perception's share), ``collisions_unseen`` only actors that no sensor had
+seen yet (a pedestrian still behind a parked car, a vehicle overtaking from behind the
+front-facing sensors: the sensor set's coverage); ``collision_actors`` says who, per actor.
 
 Time is passed in; nothing here reads a clock.
 """
@@ -370,6 +374,8 @@ class ActorTrack:
     yaw: npt.NDArray[np.float64]
     length: float
     width: float
+    kind: str = ''
+    first_seen: float = -math.inf  # when a sensor first saw it [s]; inf: never
 
     def at(self, t: float) -> tuple[float, float, float] | None:
         """Pose at t (linear interpolation), None outside the recorded span."""
@@ -409,13 +415,14 @@ def score_planning(
     """
     min_gap = math.inf
     min_ttc = math.inf
-    collisions = 0
+    collisions = seen_collisions = 0
+    by_actor: dict[int, dict[str, Any]] = {}
     max_acc = 0.0
     max_jerk = 0.0
     r_ego = math.hypot(*ego_size) / 2
     tracks = [(a, np.unwrap(a.yaw), math.hypot(a.length, a.width) / 2) for a in actors if len(a.t)]
     for plan in plans:
-        collided = False
+        hit: set[int] = set()
         keep = np.flatnonzero(np.asarray(plan.t) <= horizon_s)
         ts = plan.t0 + np.asarray(plan.t, dtype=np.float64)[keep]
         px = np.asarray(plan.x, dtype=np.float64)[keep]
@@ -441,8 +448,19 @@ def score_planning(
                 min_gap = min(min_gap, gap)
                 if gap <= 0.0:
                     min_ttc = min(min_ttc, float(plan.t[k]))
-                    collided = True
-        collisions += collided
+                    hit.add(actor.id)
+        if hit:
+            collisions += 1
+            seen = {a.id for a, _, _ in tracks if a.id in hit and a.first_seen <= plan.t0 + 1e-9}
+            seen_collisions += bool(seen)
+            for actor, _, _ in tracks:
+                if actor.id in hit:
+                    row = by_actor.setdefault(
+                        actor.id,
+                        {'kind': actor.kind, 'plans': 0, 'seen': 0, 'first_plan_s': plan.t0},
+                    )
+                    row['plans'] += 1
+                    row['seen'] += actor.id in seen
         if len(plan.a):
             max_acc = max(max_acc, float(np.abs(plan.a).max()))
         if len(plan.a) > 1:
@@ -453,6 +471,9 @@ def score_planning(
     return {
         'plans': len(plans),
         'collisions': collisions,
+        'collisions_seen': seen_collisions,
+        'collisions_unseen': collisions - seen_collisions,
+        'collision_actors': {str(k): v for k, v in sorted(by_actor.items())},
         'min_gap_m': min_gap if plans else math.nan,
         'min_ttc_s': min_ttc,
         'max_abs_accel_mps2': max_acc,

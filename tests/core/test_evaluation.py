@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -278,6 +279,34 @@ def test_planning_gap_collision_and_comfort() -> None:
     assert m['max_abs_accel_mps2'] == 4.0
     assert m['max_abs_jerk_mps3'] == pytest.approx(40.0)  # -4 -> 0 within one 0.1 s step
     assert m['emergency_stops'] == 1
+
+
+def test_a_collision_counts_as_seen_only_when_a_sensor_had_seen_the_actor_at_the_plan() -> None:
+    """The same crash planned at t0 = 0 and t0 = 1 against an actor first seen at 0.5 s: the
+    first plan's collision is the sensors' blind spot, the second one the planner's share."""
+    t = np.linspace(0.0, 3.0, 31)
+    actor = ActorTrack(
+        7,
+        np.array([0.0, 10.0]),
+        np.array([30.0, 40.0]),  # 1 m/s ahead
+        np.zeros(2),
+        np.zeros(2),
+        4.0,
+        2.0,
+        kind='pedestrian',
+        first_seen=0.5,
+    )
+    early = Plan(0.0, t, 10.0 * t, 0 * t, 0 * t, np.zeros_like(t))
+    late = Plan(1.0, t, 1.0 + 11.0 * t, 0 * t, 0 * t, np.zeros_like(t))
+    m = score_planning([early, late], [actor], ego_size=(4.0, 2.0))
+    assert m['collisions'] == 2
+    assert m['collisions_seen'] == 1 and m['collisions_unseen'] == 1
+    assert m['collision_actors'] == {
+        '7': {'kind': 'pedestrian', 'plans': 2, 'seen': 1, 'first_plan_s': 0.0}
+    }
+    never = dataclasses.replace(actor, first_seen=math.inf)
+    m = score_planning([early, late], [never], ego_size=(4.0, 2.0))
+    assert (m['collisions'], m['collisions_seen']) == (2, 0)
 
 
 def test_driving_gap_collisions_and_stop_of_the_driven_ego() -> None:
