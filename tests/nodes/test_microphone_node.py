@@ -62,8 +62,6 @@ def _mic(procs: ProcGroup, home: Path, rate: int, channels: int, *params: str) -
         'inline_samples:=true',
         '-p',
         'segment:=rt_fusion_test_mic',
-        '-p',
-        'start_delay_s:=0.0',
         *params,
         env={'HOME': str(home)},
         name='mic',
@@ -89,7 +87,7 @@ def test_samples_arrive_bit_exact_and_in_order(procs: ProcGroup, tmp_path: Path)
         home,
         rate,
         channels,
-        *('-p', 'stall_s:=30.0', '-p', 'start_delay_s:=0.0', '-p', 'wait_subscribers_s:=120.0'),
+        *('-p', 'stall_s:=30.0', '-p', 'wait_subscribers_s:=120.0'),
     )
     msgs, summary = echo.messages(180)
     assert summary['received'] == n_blocks

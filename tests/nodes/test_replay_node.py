@@ -296,9 +296,7 @@ def test_a_corrupt_chunk_is_reported_and_skipped_or_refused_with_strict(
     assert strict.wait(60) == 2
     assert any("'bag'" in line and 'corrupt' in line for line in strict.stderr), strict.stderr
 
-    replay = procs.node(
-        'replay_node', '-p', f'bag:={bag}', '-p', 'mode:=fast', '-p', 'start_delay_s:=0.0'
-    )
+    replay = procs.node('replay_node', '-p', f'bag:={bag}', '-p', 'mode:=fast')
     before, line = replay.read_until('REPLAYED ', 120)
     sent = total - report.skipped
     assert line == f'REPLAYED {sent} ack_timeouts=0 skipped_corrupt={report.skipped}'
