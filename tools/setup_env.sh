@@ -78,10 +78,20 @@ warm_kernels() {
     || die "the tracker's kernels did not compile: $VENV/bin/python -c 'from rt_fusion.core.perception import tracker; tracker.warm_up()'"
 }
 
+# rt_fusion is installed editable, so nothing byte-compiles it, and where the environment sets
+# PYTHONDONTWRITEBYTECODE every node start compiles its ~30 modules from source: 0.07-0.1 s of
+# the fusion node's start on this VM (imports 0.35-0.44 s -> 0.29-0.31 s), which a respawned
+# node pays again. Compiled here once (only what changed; cheap when current).
+byte_compile() {
+  "$VENV/bin/python" -m compileall -q -j 0 "$ROOT/rt_fusion" "$ROOT/tools" >/dev/null \
+    || die "byte-compiling failed: $VENV/bin/python -m compileall $ROOT/rt_fusion $ROOT/tools"
+}
+
 KEY=$(inputs_key)
 if [[ ${1:-} != --force && -f $STAMP && $(cat "$STAMP") == "$KEY" ]] \
    && "$VENV/bin/python" -c 'import rt_fusion' 2>/dev/null; then
   ament_layout
+  byte_compile
   warm_kernels
   say "up to date ($DISTRO: $(basename "$VENV") matches requirements and interfaces; --force rebuilds)"
   exit 0
@@ -181,6 +191,7 @@ ament_layout
 python -c "import rclpy, rt_fusion, rt_fusion_msgs.msg; print('setup: import check ok:', \
 rt_fusion.__version__, 'rclpy', rclpy.__file__.rsplit('/', 2)[-2])" \
   || die "import check failed: $VENV/bin/python -c 'import rclpy, rt_fusion, rt_fusion_msgs.msg'"
+byte_compile
 warm_kernels
 inputs_key >"$STAMP"
 say "done in $((SECONDS - START)) s"
