@@ -5,6 +5,7 @@
   python tools/chaos.py --nodes radar,camera    # some
   python tools/chaos.py --respawn-delay-s 3     # each node down for 3 s at least
   python tools/chaos.py --rounds 3              # every node killed 3 times (spread, max)
+  python tools/chaos.py --dds-profile ''        # Fast DDS's default discovery (3-s announcements)
 
 ``launch/vehicle.launch.py emulate:=true respawn:=true`` runs the whole graph (camera from the
 dash-cam video into shared memory, ARS408 on a CAN replay bus, Xsens on a pty, microphone on an
