@@ -289,6 +289,12 @@ def test_the_vehicle_configuration_starts_every_node_on_emulated_sensors(tmp_pat
     assert status == 0, log[-4000:]
     assert 'process has died' not in log, log[-4000:]
     assert 'Traceback' not in log, log[-4000:]
+    for name in names:  # each says where its start went (tools/chaos.py tabulates it)
+        assert re.search(
+            rf'\[{name}\]: active \(\d+\.\d+ s after the process started: interpreter and '
+            r'imports \d+\.\d+, ROS \d+\.\d+, configure \d+\.\d+, activate \d+\.\d+\)',
+            log,
+        ), name
 
 
 def test_a_misspelt_node_section_stops_the_launch(tmp_path: Path) -> None:

@@ -60,7 +60,9 @@ DEPENDS = {'fusion': {'planner'}}
 PROFILES = {  # vehicle.launch.py's dds_profile names
     name: ROOT / 'config' / f'fastdds_{name}.xml' for name in ('vehicle', 'large_frames')
 }
-ACTIVE = re.compile(r'\[INFO\] \[(\d+\.\d+)\] \[(\w+)\]: active')
+# The node's active line; a process started by node_utils.run says where its start went.
+ACTIVE = re.compile(r'\[INFO\] \[(\d+\.\d+)\] \[(\w+)\]: active(?: \(([^)]*)\))?')
+STEP = re.compile(r'([a-zA-Z ]+?) (\d+\.\d+)')
 
 
 def node_pid(pgid: int, name: str) -> int | None:
@@ -73,14 +75,17 @@ def node_pid(pgid: int, name: str) -> int | None:
 def started_boot_s(pid: int | None) -> float | None:
     """When process ``pid`` started, in CLOCK_BOOTTIME seconds (the kernel's clock ticks: 10 ms
     resolution), or None when it is gone."""
-    if pid is None:
-        return None
-    try:
-        stat = Path(f'/proc/{pid}/stat').read_text()
-    except OSError:
-        return None
-    fields = stat[stat.rindex(')') + 2 :].split()  # after the command name, from field 3
-    return int(fields[19]) / os.sysconf('SC_CLK_TCK')
+    from rt_fusion.core import linux  # noqa: PLC0415
+
+    ticks = None if pid is None else linux.process_start_ticks(pid)
+    return None if ticks is None else ticks / os.sysconf('SC_CLK_TCK')
+
+
+def start_steps(text: str | None) -> dict[str, float]:
+    """The steps of an active line's start-up report (``node_utils.StartupTimes``)."""
+    if not text or ': ' not in text:
+        return {}
+    return {m.group(1).strip(): float(m.group(2)) for m in STEP.finditer(text.split(': ', 1)[1])}
 
 
 def shm_segments(domain: str) -> list[str]:
@@ -258,6 +263,7 @@ def main(argv: list[str] | None = None) -> int:
             kill_boot = time.clock_gettime(time.CLOCK_BOOTTIME)
             os.kill(pid, signal.SIGKILL)
             active_s: float | None = None
+            steps: dict[str, float] = {}
             deadline = kill_mono + args.back_deadline_s
             while active_s is None and time.monotonic() < deadline:
                 probe.spin(0.05)
@@ -265,6 +271,7 @@ def main(argv: list[str] | None = None) -> int:
                     m = ACTIVE.search(line)
                     if m and m.group(2) == name and float(m.group(1)) > kill_wall:
                         active_s = float(m.group(1)) - kill_wall
+                        steps = start_steps(m.group(3))
                         break
             while probe.first_after(name, kill_mono + (active_s or 0.0)) is None:
                 if time.monotonic() > deadline:
@@ -286,6 +293,7 @@ def main(argv: list[str] | None = None) -> int:
                 # kill -> the new process exists (launch noticed the death and respawned it)
                 'spawned_s': None if started is None else max(0.0, started - kill_boot),
                 'active_s': active_s,
+                'start_steps_s': steps,  # where the new process's start went
                 'output_back_s': None if first is None else first - kill_mono,
                 'outage_s': hi - kill_mono,
                 'others': others,
@@ -316,6 +324,7 @@ def main(argv: list[str] | None = None) -> int:
         'node',
         'process up [s]',
         'active again [s]',
+        'its start: imports / ROS / configure / activate [s]',
         'output again [s]',
         'others during outage',
     )
@@ -326,6 +335,7 @@ def main(argv: list[str] | None = None) -> int:
             row['node'],
             '-' if row.get('spawned_s') is None else f'{row["spawned_s"]:.2f}',
             '-' if row.get('active_s') is None else f'{row["active_s"]:.2f}',
+            ' / '.join(f'{v:.2f}' for v in row.get('start_steps_s', {}).values()) or '-',
             '-' if row.get('output_back_s') is None else f'{row["output_back_s"]:.2f}',
             ', '.join(f'{k} {v}' for k, v in row.get('others', {}).items())
             or row.get('error', ''),
@@ -358,6 +368,16 @@ def main(argv: list[str] | None = None) -> int:
         f'active again within 1 s: {within} of {len(rows)} kills; median '
         f'{float(np.median(back)) if back else float("nan"):.2f} s; plot {args.out / "chaos.png"}'
     )
+    step_names = list(dict.fromkeys(k for r in rows for k in r.get('start_steps_s', {})))
+    if step_names:
+        medians = {
+            k: float(np.median([r['start_steps_s'][k] for r in rows if k in r['start_steps_s']]))
+            for k in step_names
+        }
+        report.console.print(
+            'where a restarted process spent its start (median over the kills): '
+            + ', '.join(f'{k} {v:.2f} s' for k, v in medians.items())
+        )
     report.result_line(
         nodes=len(set(victims)),
         kills=len(rows),

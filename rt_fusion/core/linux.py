@@ -26,6 +26,7 @@ import errno
 import mmap
 import os
 import platform
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -177,6 +178,15 @@ def process_start_ticks(pid: int) -> int | None:
     # Field 22; the command name (field 2) may contain spaces and parentheses.
     rest = stat[stat.rindex(')') + 2 :].split()
     return int(rest[19])
+
+
+def process_age_s(pid: int | None = None) -> float | None:
+    """How long process ``pid`` (default: this one) has been running [s]: CLOCK_BOOTTIME now
+    against its start (the kernel's clock ticks: 10 ms resolution); None when it does not exist."""
+    ticks = process_start_ticks(os.getpid() if pid is None else pid)
+    if ticks is None:
+        return None
+    return time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf('SC_CLK_TCK')
 
 
 def process_alive(pid: int, start_ticks: int) -> bool:

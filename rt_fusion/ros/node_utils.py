@@ -34,11 +34,51 @@ from rclpy.task import Future
 from rclpy.timer import Timer
 
 import rt_fusion
-from rt_fusion.core import params
+from rt_fusion.core import linux, params
 from rt_fusion.core.errors import ParameterError, RtFusionError
 from rt_fusion.ros import compat, params_file
 
 T = TypeVar('T')
+
+
+class StartupTimes:
+    """Where a node process's start went, said once in its ``active`` line: the interpreter and
+    imports (the process's start to :func:`run`), ROS (``rclpy.init`` and the node's
+    construction), configure and activate. A respawned node is judged by how soon it is back
+    (``tools/chaos.py``); this says which part to look at when it is not."""
+
+    def __init__(self) -> None:
+        self.marks: dict[str, float] = {}  # step -> time.monotonic() at its end
+        self.started: float | None = None  # the process's start, on the same clock
+        self.reported = False
+
+    def mark(self, step: str) -> None:
+        """``step`` ended now (the first time only)."""
+        if not self.reported:
+            self.marks.setdefault(step, time.monotonic())
+
+    def begin(self) -> None:
+        """run() is called: the imports are done."""
+        age = linux.process_age_s()
+        self.mark('interpreter and imports')
+        if age is not None:
+            self.started = self.marks['interpreter and imports'] - age
+
+    def report(self) -> str:
+        """`` (0.81 s after the process started: interpreter and imports 0.40, ...)`` once, for
+        a process started through :func:`run`; otherwise ''."""
+        if self.reported or self.started is None:
+            return ''
+        self.reported = True
+        parts, last = [], self.started
+        for step, at in self.marks.items():
+            parts.append(f'{step} {at - last:.2f}')
+            last = at
+        return f' ({last - self.started:.2f} s after the process started: {", ".join(parts)})'
+
+
+#: This process's start-up (one node per process).
+STARTUP = StartupTimes()
 
 _SCALAR = {
     bool: Parameter.Type.BOOL,
@@ -353,6 +393,7 @@ class DeviceNode(LifecycleNode):
         finally:
             self._owning = False
         reject_unknown_params(self)
+        STARTUP.mark('configure')
 
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Lifecycle: inactive -> active."""
@@ -360,7 +401,9 @@ class DeviceNode(LifecycleNode):
         super().on_activate(state)
         result = self._guard(self.activate, state)
         if result == TransitionCallbackReturn.SUCCESS:
-            self.get_logger().info('active')  # what launch tests and operators wait for
+            STARTUP.mark('activate')
+            # What launch tests and operators wait for; the first time, where the start went.
+            self.get_logger().info('active' + STARTUP.report())
         return result
 
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
@@ -486,6 +529,7 @@ def run(
     as fatal with its message and gives exit status 2, so launch files and tests see why.
     With ``exit_process`` (a node's main), the process then ends through :func:`leave`.
     """
+    STARTUP.begin()
     # A crash in native code prints every thread's Python stack to stderr (launch logs keep it).
     faulthandler.enable(all_threads=True)
     argv = list(args) if args is not None else list(sys.argv)
@@ -505,6 +549,7 @@ def run(
     status = 0
     try:
         node = factory()
+        STARTUP.mark('ROS')
         params_file.check_node_has_section(files, node.get_fully_qualified_name())
         if isinstance(node, DeviceNode) and node.get_parameter('autostart').value:
             autostart(node)
