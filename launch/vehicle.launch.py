@@ -53,8 +53,6 @@ from rt_fusion.core.linux import can_udp_port
 from rt_fusion.ros import graph
 
 GROUP = '239.74.163.2'
-# dds_profile names: the shipped Fast DDS profiles under share/rt_fusion/config/.
-PROFILES = {'vehicle': 'fastdds_vehicle.xml', 'large_frames': 'fastdds_large_frames.xml'}
 DATA = Path(__file__).resolve().parents[1].parent / 'shared' / 'data'
 RECORDINGS = {
     'video': 'camera/solidWhiteRight.mp4',
@@ -82,18 +80,11 @@ def _seconds(context: LaunchContext, name: str) -> float:
 def _dds_profile(context: LaunchContext) -> dict[str, str]:
     """The environment that gives every node the Fast DDS profile of ``dds_profile``."""
     text = LaunchConfiguration('dds_profile').perform(context)
-    if not text:
-        return {}
-    if text in PROFILES:
-        path = Path(get_package_share_directory(graph.PACKAGE)) / 'config' / PROFILES[text]
-    else:
-        path = Path(text)
-    if not path.is_file():
-        raise ValueError(f'launch argument dds_profile: {text!r}: no such file ({path})')
-    # Jazzy's Fast DDS 2 reads the first name, Kilted's Fast DDS 3 the second.
-    return dict.fromkeys(
-        ('FASTRTPS_DEFAULT_PROFILES_FILE', 'FASTDDS_DEFAULT_PROFILES_FILE'), str(path)
-    )
+    config_dir = Path(get_package_share_directory(graph.PACKAGE)) / 'config' if text else Path()
+    try:
+        return graph.dds_profile_env(text, config_dir)
+    except ValueError as err:
+        raise ValueError(f'launch argument {err}') from err
 
 
 def _tool(name: str) -> str:
@@ -251,10 +242,11 @@ def generate_launch_description() -> LaunchDescription:
             'dds_profile',
             default_value='vehicle',
             description='a Fast DDS XML profile for every node: a path, vehicle (the shipped '
-            'config/fastdds_vehicle.xml: a restarted node is discovered within 0.5 s), or '
-            'large_frames (config/fastdds_large_frames.xml: the same, plus 4 MiB socket buffers '
-            "for full frames that cross computers); empty: the environment's own "
-            "(FASTDDS_DEFAULT_PROFILES_FILE) or Fast DDS's defaults",
+            'config/fastdds_vehicle.xml, fastrtps_vehicle.xml up to Jazzy: a restarted node is '
+            'discovered within 0.5 s, a lost sample repaired within 0.1 s), or large_frames '
+            '(the same, plus 4 MiB socket buffers for full frames that cross computers); '
+            "empty: the environment's own (FASTDDS_DEFAULT_PROFILES_FILE) or Fast DDS's "
+            'defaults',
         ),
     ]
     for node in graph.VEHICLE:

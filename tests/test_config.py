@@ -17,6 +17,7 @@ from rt_fusion.nodes.imu_node import ImuNode
 from rt_fusion.nodes.microphone_node import MicrophoneNode
 from rt_fusion.nodes.radar_node import RadarNode
 from rt_fusion.nodes.trajectory_node import TrajectoryNode
+from rt_fusion.ros import graph
 from rt_fusion.ros.node_utils import check_param_section
 from tests.conftest import ROOT, Proc, ProcGroup
 
@@ -151,7 +152,6 @@ while True:
     pub.publish(String(data='x'))
     time.sleep(0.05)
 """
-_PROFILE_VARS = ('FASTRTPS_DEFAULT_PROFILES_FILE', 'FASTDDS_DEFAULT_PROFILES_FILE')
 
 
 def _xml_errors(proc: Proc, stdout: list[str]) -> list[str]:
@@ -159,13 +159,14 @@ def _xml_errors(proc: Proc, stdout: list[str]) -> list[str]:
     return [line for line in [*stdout, *proc.stderr] if 'XMLPARSER' in line]
 
 
-@pytest.mark.parametrize('name', ['fastdds_vehicle.xml', 'fastdds_large_frames.xml'])
+@pytest.mark.parametrize('name', graph.DDS_PROFILES)
 def test_the_shipped_dds_profiles_load_in_fast_dds_and_nodes_talk_with_them(
     name: str, procs: ProcGroup
 ) -> None:
     """Fast DDS reads each shipped profile (vehicle.launch.py's ``dds_profile``) without an XML
-    error, on this distribution's Fast DDS, and two participants with it exchange messages."""
-    procs.env.update(dict.fromkeys(_PROFILE_VARS, str(ROOT / 'config' / name)))
+    error, in this distribution's dialect and variable (Fast DDS 2 on Jazzy, 3 on Kilted: CI runs
+    both), and two participants with it exchange messages."""
+    procs.env.update(graph.dds_profile_env(name, ROOT / 'config'))
     echo = procs.tool(
         'topic_echo.py',
         '/profile_check',
@@ -183,12 +184,24 @@ def test_the_shipped_dds_profiles_load_in_fast_dds_and_nodes_talk_with_them(
     assert not _xml_errors(echo, echo_out) and not _xml_errors(publisher, publisher_out)
 
 
+@pytest.mark.parametrize('name', graph.DDS_PROFILES)
+def test_the_two_dialects_of_a_shipped_dds_profile_say_the_same(name: str) -> None:
+    """fastdds_X.xml (Fast DDS 3) and fastrtps_X.xml (Fast DDS 2) differ only in how each
+    spells the writer times (each refuses the other's): one edited alone drifts."""
+    three = (ROOT / 'config' / f'fastdds_{name}.xml').read_text()
+    two = (ROOT / 'config' / f'fastrtps_{name}.xml').read_text()
+    spelling = {'heartbeat_period': 'heartbeatPeriod'}
+    for new, old in spelling.items():
+        three = three.replace(f'<{new}>', f'<{old}>').replace(f'</{new}>', f'</{old}>')
+    assert three == two
+
+
 def test_a_broken_dds_profile_shows_as_an_xml_error(tmp_path: Path, procs: ProcGroup) -> None:
     """The check above can fail: Fast DDS reports a profile it cannot read."""
     broken = tmp_path / 'broken.xml'
     text = (ROOT / 'config' / 'fastdds_vehicle.xml').read_text()
     broken.write_text(text.replace('<sec>10</sec>', '<sec>ten</sec>'))
-    procs.env.update(dict.fromkeys(_PROFILE_VARS, str(broken)))
+    procs.env.update(graph.dds_profile_env(str(broken), tmp_path))
     publisher = procs.spawn([sys.executable, '-c', _PUBLISHER], 'publisher')
     stdout, _ = publisher.read_until('CREATED', 120)
     assert _xml_errors(publisher, stdout) or publisher.wait_stderr('XMLPARSER', 30), (

@@ -57,9 +57,6 @@ OUTPUTS = {
 }
 # Who may idle while a node is down: the planner publishes only on the fusion's objects.
 DEPENDS = {'fusion': {'planner'}}
-PROFILES = {  # vehicle.launch.py's dds_profile names
-    name: ROOT / 'config' / f'fastdds_{name}.xml' for name in ('vehicle', 'large_frames')
-}
 # The node's active line; a process started by node_utils.run says where its start went.
 ACTIVE = re.compile(r'\[INFO\] \[(\d+\.\d+)\] \[(\w+)\]: active(?: \(([^)]*)\))?')
 STEP = re.compile(r'([a-zA-Z ]+?) (\d+\.\d+)')
@@ -211,11 +208,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f'--nodes: unknown {unknown} (nodes: {sorted(OUTPUTS)})')
     domain = os.environ.get('ROS_DOMAIN_ID', '44')
     os.environ.update(ROS_DOMAIN_ID=domain, ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST')
-    profile = PROFILES.get(args.dds_profile, args.dds_profile)
+    from rt_fusion.ros import graph  # noqa: PLC0415
+
     for var in ('FASTRTPS_DEFAULT_PROFILES_FILE', 'FASTDDS_DEFAULT_PROFILES_FILE'):
-        os.environ.pop(var, None)  # the probe stands for the graph's subscribers: same profile
-        if profile:
-            os.environ[var] = str(Path(profile).resolve())
+        os.environ.pop(var, None)
+    # The probe stands for the graph's subscribers: the same profile.
+    os.environ.update(graph.dds_profile_env(args.dds_profile, ROOT / 'config'))
     args.out.mkdir(parents=True, exist_ok=True)
 
     from rt_fusion.ros import launching  # noqa: PLC0415

@@ -15,7 +15,7 @@ for the one-host layout, all on the sensor host. DDS discovers across the link b
 Nothing is configured for the split: the fusion node's camera subscription (``transport:
 auto``) finds the descriptors' segment missing, says so in its log and falls back to the full
 ``sensor_msgs/Image``, which the replay's publisher then sends because someone subscribes
-(every process with ``config/fastdds_large_frames.xml``, ``--dds-profile``: 4 MiB socket
+(every process with the shipped ``large_frames`` profile, ``--dds-profile``: 4 MiB socket
 buffers; with Fast DDS's defaults, ``--dds-profile ''``, most frames are lost on the link). The
 table gives, per layout: frames committed, fused and lost, camera -> trajectory latency
 (P50/P99/max) and the camera path the fusion node took; ``RESULT one_host_e2e_p99_ms=…
@@ -226,8 +226,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--scenario', default='cut_in')
     parser.add_argument(
         '--dds-profile',
-        default=str(ROOT / 'config' / 'fastdds_large_frames.xml'),
-        help="Fast DDS profile of every process ('': Fast DDS's defaults, which lose frames)",
+        default='large_frames',
+        help='Fast DDS profile of every process: a shipped one (large_frames, vehicle), a file, '
+        "or '' (Fast DDS's defaults, which lose frames)",
     )
     parser.add_argument('--out', type=Path, default=ROOT / 'results' / 'two_hosts')
     parser.add_argument('--probe', nargs=2, metavar=('SECONDS', 'OUT'), help=argparse.SUPPRESS)
@@ -237,6 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     if os.geteuid() != 0:
         print('two_hosts: needs root (network namespaces, veth, mounts)', file=sys.stderr)
         return 2
+    from rt_fusion.ros import graph  # noqa: PLC0415
     from rt_fusion.ros.graph_runs import graph_params, scenario_bag  # noqa: PLC0415
     from rt_fusion_tools import report  # noqa: PLC0415
 
@@ -262,13 +264,9 @@ def main(argv: list[str] | None = None) -> int:
         'ROS_AUTOMATIC_DISCOVERY_RANGE': 'SUBNET',
         'PYTHONUNBUFFERED': '1',
     }
-    if args.dds_profile:  # the name Fast DDS 3 (Kilted) reads, and Fast DDS 2's (Jazzy)
-        env['FASTDDS_DEFAULT_PROFILES_FILE'] = env['FASTRTPS_DEFAULT_PROFILES_FILE'] = str(
-            Path(args.dds_profile).resolve()
-        )
-    else:
-        env.pop('FASTDDS_DEFAULT_PROFILES_FILE', None)
-        env.pop('FASTRTPS_DEFAULT_PROFILES_FILE', None)
+    env.pop('FASTDDS_DEFAULT_PROFILES_FILE', None)
+    env.pop('FASTRTPS_DEFAULT_PROFILES_FILE', None)
+    env.update(graph.dds_profile_env(args.dds_profile, ROOT / 'config'))
     hosts = Hosts()
     try:
         rows = [

@@ -9,6 +9,8 @@ defaults).
 from __future__ import annotations
 
 import dataclasses
+import importlib.metadata
+import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -16,6 +18,49 @@ from typing import Any
 from rt_fusion.ros import params_file
 
 PACKAGE = 'rt_fusion'
+
+#: The shipped Fast DDS profiles (``dds_profile``), each in two dialects: Fast DDS 3's
+#: (``config/fastdds_<name>.xml``: Kilted on) and Fast DDS 2's (``config/fastrtps_<name>.xml``:
+#: Humble to Jazzy). Each refuses the other's spelling of the writer times.
+DDS_PROFILES = ('vehicle', 'large_frames')
+FAST_DDS_2_DISTROS = ('humble', 'iron', 'jazzy')
+
+
+def fast_dds_major() -> int:
+    """The Fast DDS under this ROS 2: 2 up to Jazzy (it reads FASTRTPS_DEFAULT_PROFILES_FILE), 3
+    from Kilted on (FASTDDS_DEFAULT_PROFILES_FILE; Kilted's rmw also loads a
+    FASTRTPS_DEFAULT_PROFILES_FILE, so only one of them may be set). From ``ROS_DISTRO``, else
+    from rclpy's version (Jazzy 7.x, Kilted 9.x)."""
+    distro = os.environ.get('ROS_DISTRO', '').lower()
+    if distro:
+        return 2 if distro in FAST_DDS_2_DISTROS else 3
+    try:
+        major = int(importlib.metadata.version('rclpy').split('.', 1)[0])
+    except (importlib.metadata.PackageNotFoundError, ValueError):
+        return 3
+    return 2 if major <= 8 else 3
+
+
+def dds_profile_env(profile: str, config_dir: Path) -> dict[str, str]:
+    """The environment that gives a process the Fast DDS profile ``profile``: a shipped one by
+    name (its dialect for this ROS 2's Fast DDS, from ``config_dir``) or a file of one's own, in
+    the variable this Fast DDS reads; '' gives nothing (the environment's own, or Fast DDS's
+    defaults).
+
+    Raises:
+        ValueError: the file does not exist.
+    """
+    if not profile:
+        return {}
+    two = fast_dds_major() == 2
+    if profile in DDS_PROFILES:
+        path = config_dir / f'{"fastrtps" if two else "fastdds"}_{profile}.xml'
+    else:
+        path = Path(profile)
+    if not path.is_file():
+        raise ValueError(f'dds_profile {profile!r}: no such file ({path})')
+    var = 'FASTRTPS_DEFAULT_PROFILES_FILE' if two else 'FASTDDS_DEFAULT_PROFILES_FILE'
+    return {var: str(path.resolve())}
 
 
 @dataclasses.dataclass(frozen=True)
