@@ -6,7 +6,7 @@
     ros2 launch rt_fusion vehicle.launch.py respawn:=true   # a node that dies is restarted
     ros2 launch rt_fusion vehicle.launch.py respawn:=true respawn_delay:=3.0   # after 3 s
     ros2 launch rt_fusion vehicle.launch.py dds_profile:=large_frames   # graph over computers
-    ros2 launch rt_fusion vehicle.launch.py dds_profile:=   # the environment's Fast DDS profile
+    ros2 launch rt_fusion vehicle.launch.py dds_profile:=none   # the environment's DDS profile
 
 Every node reads its parameters from one YAML file (``config``, default the installed
 ``config/vehicle.yaml``), then from ``overrides`` if given; a section for a node this graph does
@@ -80,7 +80,7 @@ def _seconds(context: LaunchContext, name: str) -> float:
 def _dds_profile(context: LaunchContext) -> dict[str, str]:
     """The environment that gives every node the Fast DDS profile of ``dds_profile``."""
     text = LaunchConfiguration('dds_profile').perform(context)
-    config_dir = Path(get_package_share_directory(graph.PACKAGE)) / 'config' if text else Path()
+    config_dir = Path(get_package_share_directory(graph.PACKAGE)) / 'config'
     try:
         return graph.dds_profile_env(text, config_dir)
     except ValueError as err:
@@ -245,7 +245,7 @@ def generate_launch_description() -> LaunchDescription:
             'config/fastdds_vehicle.xml, fastrtps_vehicle.xml up to Jazzy: a restarted node is '
             'discovered within 0.5 s, a lost sample repaired within 0.1 s), or large_frames '
             '(the same, plus 4 MiB socket buffers for full frames that cross computers); '
-            "empty: the environment's own (FASTDDS_DEFAULT_PROFILES_FILE) or Fast DDS's "
+            "none: the environment's own (FASTDDS_DEFAULT_PROFILES_FILE) or Fast DDS's "
             'defaults',
         ),
     ]

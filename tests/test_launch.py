@@ -137,8 +137,9 @@ def test_the_dds_profile_is_given_to_every_node_or_refused_with_its_name(
 
     module = _vehicle_launch()
     context = LaunchContext()
-    context.launch_configurations['dds_profile'] = ''
-    assert module._dds_profile(context) == {}  # the environment's own
+    for nothing in ('none', ''):  # the environment's own ('none' on a command line)
+        context.launch_configurations['dds_profile'] = nothing
+        assert module._dds_profile(context) == {}
     default = next(
         a for a in module.generate_launch_description().entities if a.name == 'dds_profile'
     )

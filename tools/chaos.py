@@ -5,7 +5,7 @@
   python tools/chaos.py --nodes radar,camera    # some
   python tools/chaos.py --respawn-delay-s 3     # each node down for 3 s at least
   python tools/chaos.py --rounds 3              # every node killed 3 times (spread, max)
-  python tools/chaos.py --dds-profile ''        # Fast DDS's default discovery (3-s announcements)
+  python tools/chaos.py --dds-profile none      # Fast DDS's defaults (3-s announcements)
 
 ``launch/vehicle.launch.py emulate:=true respawn:=true`` runs the whole graph (camera from the
 dash-cam video into shared memory, ARS408 on a CAN replay bus, Xsens on a pty, microphone on an
@@ -197,8 +197,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         '--dds-profile',
         default='vehicle',
-        help="the launch's dds_profile (vehicle, large_frames, a path; '': Fast DDS's defaults), "
-        'given to the probe too',
+        help="the launch's dds_profile (vehicle, large_frames, a path; none: Fast DDS's "
+        'defaults), given to the probe too',
     )
     parser.add_argument('--out', type=Path, default=ROOT / 'results' / 'chaos')
     args = parser.parse_args(argv)

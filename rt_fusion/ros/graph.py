@@ -44,13 +44,13 @@ def fast_dds_major() -> int:
 def dds_profile_env(profile: str, config_dir: Path) -> dict[str, str]:
     """The environment that gives a process the Fast DDS profile ``profile``: a shipped one by
     name (its dialect for this ROS 2's Fast DDS, from ``config_dir``) or a file of one's own, in
-    the variable this Fast DDS reads; '' gives nothing (the environment's own, or Fast DDS's
-    defaults).
+    the variable this Fast DDS reads; ``none`` (or '') gives nothing (the environment's own, or
+    Fast DDS's defaults).
 
     Raises:
         ValueError: the file does not exist.
     """
-    if not profile:
+    if profile in ('', 'none'):  # 'none': a command line cannot give an empty value
         return {}
     two = fast_dds_major() == 2
     if profile in DDS_PROFILES:
