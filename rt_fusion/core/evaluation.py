@@ -451,16 +451,18 @@ def score_planning(
                     hit.add(actor.id)
         if hit:
             collisions += 1
-            seen = {a.id for a, _, _ in tracks if a.id in hit and a.first_seen <= plan.t0 + 1e-9}
-            seen_collisions += bool(seen)
+            seen = False
             for actor, _, _ in tracks:
                 if actor.id in hit:
+                    known = actor.first_seen <= plan.t0 + 1e-9  # a sensor had seen it
+                    seen |= known
                     row = by_actor.setdefault(
                         actor.id,
                         {'kind': actor.kind, 'plans': 0, 'seen': 0, 'first_plan_s': plan.t0},
                     )
                     row['plans'] += 1
-                    row['seen'] += actor.id in seen
+                    row['seen'] += known
+            seen_collisions += seen
         if len(plan.a):
             max_acc = max(max_acc, float(np.abs(plan.a).max()))
         if len(plan.a) > 1:
