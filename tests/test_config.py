@@ -150,7 +150,7 @@ pub = node.create_publisher(String, '/profile_check', 10)
 print('CREATED', flush=True)
 while True:
     pub.publish(String(data='x'))
-    time.sleep(0.05)
+    time.sleep(0.05)  # paced: a 20 Hz publisher
 """
 
 
