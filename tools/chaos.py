@@ -6,14 +6,20 @@
   python tools/chaos.py --respawn-delay-s 3     # each node down for 3 s at least
   python tools/chaos.py --rounds 3              # every node killed 3 times (spread, max)
   python tools/chaos.py --dds-profile none      # Fast DDS's defaults (3-s announcements)
+  python tools/chaos.py --cold                  # launch starts a new process (no warm keeper)
+  python tools/chaos.py --kill keeper           # kill the warm keeper: launch's cold respawn
 
 ``launch/vehicle.launch.py emulate:=true respawn:=true`` runs the whole graph (camera from the
 dash-cam video into shared memory, ARS408 on a CAN replay bus, Xsens on a pty, microphone on an
 ALSA file PCM, fusion, planner). For each node in turn, once every output flows: SIGKILL to
-its process, then launch respawns it. Measured per node:
+its process. Each node's process has a warm keeper (``rt_fusion/core/keeper.py``: the process
+launch started, which imported everything and forked the node), which forks the node again; with
+``--cold`` (``warm_restart:=false``) launch respawns a new process, and ``--kill keeper`` kills
+the keeper and its node, which launch respawns the same way. Measured per node:
 
-- **back**: kill -> the new process logs ``active`` (its own log stamp), and kill -> its output
-  topic carries a message again;
+- **back**: kill -> the new process logs ``active`` (its own log stamp; the line says where its
+  start went: imports or the fork, ROS, configure, activate), and kill -> its output topic
+  carries a message again;
 - **the rest keeps running**: messages on every other node's output during the outage (from
   the kill until the node is active again plus 1 s); a node that depends on the killed one
   (the planner on the fusion) may idle, which the table shows. The fusion does not depend on the
@@ -62,11 +68,13 @@ ACTIVE = re.compile(r'\[INFO\] \[(\d+\.\d+)\] \[(\w+)\]: active(?: \(([^)]*)\))?
 STEP = re.compile(r'([a-zA-Z ]+?) (\d+\.\d+)')
 
 
-def node_pid(pgid: int, name: str) -> int | None:
-    """The pid of the process of node ``name`` (``__node:=name``) in a launch's group."""
-    from rt_fusion.ros.launching import group_argv  # noqa: PLC0415
+def node_pid(pgid: int, name: str, keeper: bool = False) -> int | None:
+    """The pid of node ``name``'s process in a launch's group; with ``keeper``, the process
+    launch started (the node's warm keeper when there is one)."""
+    from rt_fusion.ros.launching import node_processes  # noqa: PLC0415
 
-    return next((pid for pid, argv in group_argv(pgid).items() if f'__node:={name}' in argv), None)
+    pids = node_processes(pgid).get(name)
+    return None if pids is None else pids[1 if keeper else 0]
 
 
 def started_boot_s(pid: int | None) -> float | None:
@@ -143,7 +151,7 @@ class Probe:
         compat.try_shutdown()
 
 
-def plot(path: Path, rows: list[dict[str, Any]]) -> None:
+def plot(path: Path, rows: list[dict[str, Any]], how: str) -> None:
     """Per node: each kill's time to the new process, to ``active``, to output again."""
     import matplotlib  # noqa: PLC0415
 
@@ -167,7 +175,7 @@ def plot(path: Path, rows: list[dict[str, Any]]) -> None:
     ax.axhline(1.0, color='0.5', ls='--', lw=1)
     ax.set_xticks(range(len(names)), names)
     ax.set_ylabel('seconds after kill -9')
-    ax.set_title('chaos: kill -9 and launch respawn (dashed: 1 s)')
+    ax.set_title(f'chaos: kill -9 and {how} (dashed: 1 s)')
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
@@ -200,6 +208,17 @@ def main(argv: list[str] | None = None) -> int:
         help="the launch's dds_profile (vehicle, large_frames, a path; none: Fast DDS's "
         'defaults), given to the probe too',
     )
+    parser.add_argument(
+        '--cold',
+        action='store_true',
+        help='no warm keeper (warm_restart:=false): launch starts a new process for a dead node',
+    )
+    parser.add_argument(
+        '--kill',
+        choices=('node', 'keeper'),
+        default='node',
+        help="which process gets the SIGKILL: the node's, or its warm keeper (with the node)",
+    )
     parser.add_argument('--out', type=Path, default=ROOT / 'results' / 'chaos')
     args = parser.parse_args(argv)
     victims = [n.strip() for n in args.nodes.split(',') if n.strip()]
@@ -231,6 +250,7 @@ def main(argv: list[str] | None = None) -> int:
             'emulate': 'true',
             'respawn': 'true',
             'respawn_delay': str(args.respawn_delay_s),
+            'warm_restart': str(not args.cold).lower(),
             'overrides': str(overrides),
             'data': str(args.data),
             'dds_profile': args.dds_profile,
@@ -252,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
         shm_during = shm_segments(domain)
         report.console.print(f'chaos: graph up; shm segments {shm_during}')
         for name in victims * args.rounds:
-            pid = node_pid(launched.popen.pid, name)
+            pid = node_pid(launched.popen.pid, name, keeper=args.kill == 'keeper')
             if pid is None:
                 rows.append({'node': name, 'error': 'no process found'})
                 continue
@@ -317,12 +337,13 @@ def main(argv: list[str] | None = None) -> int:
     leaked = sorted(set(shm_after) - set(shm_before))
     from rich.table import Table  # noqa: PLC0415
 
-    table = Table(title='chaos: kill -9 and launch respawn, per node', title_justify='left')
+    how = 'launch respawn' if args.cold or args.kill == 'keeper' else 'warm restart'
+    table = Table(title=f'chaos: kill -9 and {how}, per node', title_justify='left')
     cols = (
         'node',
         'process up [s]',
         'active again [s]',
-        'its start: imports / ROS / configure / activate [s]',
+        'its start: imports or fork / ROS / configure / activate [s]',
         'output again [s]',
         'others during outage',
     )
@@ -360,7 +381,7 @@ def main(argv: list[str] | None = None) -> int:
             'shm_after': shm_after,
         },
     )
-    plot(args.out / 'chaos.png', rows)
+    plot(args.out / 'chaos.png', rows, how)
     within = sum(1 for b in back if b <= 1.0)
     report.console.print(
         f'active again within 1 s: {within} of {len(rows)} kills; median '
@@ -377,6 +398,7 @@ def main(argv: list[str] | None = None) -> int:
             + ', '.join(f'{k} {v:.2f} s' for k, v in medians.items())
         )
     report.result_line(
+        restart='warm' if how == 'warm restart' else 'cold',
         nodes=len(set(victims)),
         kills=len(rows),
         active_within_1s=within,

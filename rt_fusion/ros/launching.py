@@ -172,6 +172,34 @@ def group_argv(pgid: int) -> dict[int, list[str]]:
     return out
 
 
+def node_processes(pgid: int) -> dict[str, tuple[int, int]]:
+    """node name (``__node:=``) -> (its process, the process launch started) in a launch's
+    group. They are the same without a warm keeper (``rt_fusion.core.keeper``); with one, the
+    node is the keeper's child."""
+    named: dict[int, str] = {}
+    for pid, argv in group_argv(pgid).items():
+        name = next((a.split(':=', 1)[1] for a in argv if a.startswith('__node:=')), None)
+        if name:
+            named[pid] = name
+    parents = {pid: _parent(pid) for pid in named}
+    out: dict[str, tuple[int, int]] = {}
+    for pid, name in named.items():
+        parent = parents[pid]
+        if parent in named and named[parent] == name:
+            out[name] = (pid, parent)  # the keeper's child
+        elif name not in out:
+            out[name] = (pid, pid)
+    return out
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        stat = Path(f'/proc/{pid}/stat').read_text()
+        return int(stat[stat.rindex(')') + 2 :].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def group_processes(pgid: int) -> list[str]:
     """The processes of group ``pgid`` as ``pid state wchan cmdline`` lines (from /proc).
 

@@ -34,7 +34,7 @@ from rclpy.task import Future
 from rclpy.timer import Timer
 
 import rt_fusion
-from rt_fusion.core import linux, params
+from rt_fusion.core import keeper, linux, params
 from rt_fusion.core.errors import ParameterError, RtFusionError
 from rt_fusion.ros import compat, params_file
 
@@ -63,6 +63,15 @@ class StartupTimes:
         self.mark('interpreter and imports')
         if age is not None:
             self.started = self.marks['interpreter and imports'] - age
+
+    def forked(self, restart: int) -> None:
+        """This process is a node forked by its warm keeper (:mod:`rt_fusion.core.keeper`).
+        The first one carries on the keeper's start (its imports); a restart's start is the
+        fork, said as ``fork 0.00`` (the keeper's line counts the restarts)."""
+        if restart:
+            now = time.monotonic()
+            self.marks = {'fork': now}
+            self.started = now
 
     def report(self) -> str:
         """`` (0.81 s after the process started: interpreter and imports 0.40, ...)`` once, for
@@ -533,6 +542,8 @@ def run(
     # A crash in native code prints every thread's Python stack to stderr (launch logs keep it).
     faulthandler.enable(all_threads=True)
     argv = list(args) if args is not None else list(sys.argv)
+    if exit_process:
+        _keep_warm(argv)
     files = params_file.files_in_args(argv)
     try:  # before rclpy.init, which reports a broken file as an RCLError traceback
         for path in files:
@@ -583,6 +594,22 @@ def run(
     if exit_process:
         leave(status)
     return status
+
+
+def _keep_warm(argv: Sequence[str]) -> None:
+    """With ``RT_FUSION_WARM_RESTART`` set (``respawn:=true``), this process becomes the node's
+    keeper (:mod:`rt_fusion.core.keeper`) and returns only in the forked node; a node that dies
+    is forked again from the imported modules instead of started anew by launch."""
+    try:
+        delay_s = keeper.delay_from_env()
+    except ParameterError as err:
+        print(f'rt_fusion: ParameterError: {err}', file=sys.stderr, flush=True)
+        leave(2)
+        return
+    if delay_s is None:
+        return
+    label = next((a.split(':=', 1)[1] for a in argv if a.startswith('__node:=')), '')
+    keeper.Keeper(label or Path(argv[0]).name, delay_s, on_fork=STARTUP.forked).serve()
 
 
 def leave(status: int) -> None:
