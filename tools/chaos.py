@@ -28,12 +28,14 @@ the keeper and its node, which launch respawns the same way. Measured per node:
 - **no torn frame delivered**: the fusion node's ``torn`` count (frames the ring overwrote while
   read: detected by the slot's sequence and dropped, never fused) and its ``camera_overruns``;
 - **no segment leaks**: shared-memory segments of the ROS domain before, during and after the
-  run (the camera's ring keeps its name across a restart, so a killed camera leaves nothing).
+  run (the camera's ring keeps its name across a restart, so a killed camera leaves nothing),
+  and Fast DDS's own segments that processes of the run left behind (``dds_left``: a killed
+  node leaves its participant's; the warm keeper removes them, ``rt_fusion/core/dds_shm.py``).
 
 Prints a table and ``RESULT nodes=… back_max_s=… active_max_s=… rest_stalled=… torn=…
-camera_less=… shm_running=… shm_end=… leaked=…``; writes ``chaos.json`` under ``--out``. Exit
-status 1 when a node did not come back, another node stalled that does not depend on it, or a
-segment leaked.
+camera_less=… shm_running=… shm_end=… leaked=… dds_left=…``; writes ``chaos.json`` under
+``--out``. Exit status 1 when a node did not come back, another node stalled that does not depend
+on it, or a segment of ours leaked.
 """
 
 from __future__ import annotations
@@ -242,7 +244,10 @@ def main(argv: list[str] | None = None) -> int:
         f'fusion:\n  ros__parameters:\n    backend: {args.backend}\n    device: {args.device}\n'
         '    infer_period_s: 0.1\n'
     )
+    from rt_fusion.core import dds_shm  # noqa: PLC0415
+
     shm_before = shm_segments(domain)
+    dds_before = set(dds_shm.names())  # live or not: only what this run leaves counts
     probe = Probe(list(OUTPUTS))
     launched = launching.LaunchedGraph(
         'vehicle.launch.py',
@@ -335,6 +340,9 @@ def main(argv: list[str] | None = None) -> int:
         probe.close()
     shm_after = shm_segments(domain)
     leaked = sorted(set(shm_after) - set(shm_before))
+    # Fast DDS's own segments that the run's processes left (killed nodes): the keepers remove
+    # those of dead processes, launch's cold respawn does not.
+    dds_left = sorted(set(dds_shm.dead(min_age_s=0.0)) - dds_before)
     from rich.table import Table  # noqa: PLC0415
 
     how = 'launch respawn' if args.cold or args.kill == 'keeper' else 'warm restart'
@@ -365,7 +373,8 @@ def main(argv: list[str] | None = None) -> int:
         f'{fusion.get("camera_overruns", "?")}, frames fused without the camera '
         f'{camera_less}; shm segments before {len(shm_before)}, '
         f'running {len(shm_during)}, at the end {len(shm_end)}, after stop {len(shm_after)} '
-        f'(leaked: {leaked or "none"}); launch exit status {status}'
+        f'(leaked: {leaked or "none"}); Fast DDS segments of dead processes left: '
+        f'{len(dds_left)}; launch exit status {status}'
     )
     back = [r['active_s'] for r in rows if r.get('active_s') is not None]
     out_back = [r['output_back_s'] for r in rows if r.get('output_back_s') is not None]
@@ -379,6 +388,7 @@ def main(argv: list[str] | None = None) -> int:
             'shm_running': shm_during,
             'shm_end': shm_end,
             'shm_after': shm_after,
+            'dds_left': dds_left,
         },
     )
     plot(args.out / 'chaos.png', rows, how)
@@ -415,6 +425,7 @@ def main(argv: list[str] | None = None) -> int:
         shm_running=len(shm_during),
         shm_end=len(shm_end),
         leaked=len(leaked),
+        dds_left=len(dds_left),
     )
     return 1 if failed or leaked or len(shm_end) > len(shm_during) else 0
 

@@ -21,6 +21,8 @@ What the keeper passes on and what it does not:
   missing device), ends the keeper with the same status: launch decides, as without a keeper.
 - A keeper killed itself (``kill -9`` of the keeper) takes its node down (the kernel sends the
   node SIGTERM: ``PR_SET_PDEATHSIG``), and launch respawns the keeper: a cold restart.
+- A node killed leaves Fast DDS's shared-memory files behind; the keeper removes those of dead
+  processes (:mod:`rt_fusion.core.dds_shm`) while the new node starts.
 - A node that dies within ``quick_s`` of its start ``quick_limit`` times in a row is not
   restarted again: the keeper ends with its status and launch takes over (a crash loop starting
   from the same warm state would repeat forever).
@@ -42,6 +44,7 @@ import warnings
 from collections.abc import Callable
 from typing import TextIO
 
+from rt_fusion.core import dds_shm
 from rt_fusion.core.errors import ParameterError
 
 ENV = 'RT_FUSION_WARM_RESTART'
@@ -139,6 +142,7 @@ class Keeper:
         signal.signal(signal.SIGINT, self._forward)
         signal.signal(signal.SIGTERM, self._forward)
         quick = 0
+        sweep = False
         while True:
             started = time.monotonic()
             pid = self._fork()
@@ -147,6 +151,8 @@ class Keeper:
                     self.on_fork(self.restarts)
                 return
             self.child = pid
+            if sweep:  # while the new node starts: what the killed one left in /dev/shm
+                self._sweep()
             if self.stop_signal:  # a stop that came while the node was being forked
                 self._forward(self.stop_signal, None)
             _, wait_status = os.waitpid(pid, 0)
@@ -163,6 +169,7 @@ class Keeper:
                 )
                 self._leave(status)
             self.restarts += 1
+            sweep = status < 0  # killed: its DDS shared memory was not released
             self._say(
                 f'node {pid} {describe(status)} after {lived:.1f} s: warm restart '
                 f'{self.restarts}'
@@ -174,6 +181,14 @@ class Keeper:
                 time.sleep(min(0.05, max(0.0, end - time.monotonic())))  # paced: the delay
             if self.stop_signal:
                 self._leave(status)
+
+    def _sweep(self) -> None:
+        swept = dds_shm.sweep()
+        if swept.segments:
+            self._say(
+                f'removed {len(swept.segments)} Fast DDS shared-memory segments of dead '
+                f'processes ({swept.bytes / 1e6:.1f} MB)'
+            )
 
     def _leave(self, status: int) -> None:
         """Ends the keeper like its node ended: the same exit status, or the same signal."""

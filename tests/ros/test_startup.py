@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 import re
 import signal
+import time
 from pathlib import Path
 
 import pytest
 
-from rt_fusion.core import keeper
+from rt_fusion.core import keeper, linux
 from rt_fusion.ros import node_utils
 from tests.conftest import ProcGroup
 
@@ -67,9 +68,14 @@ def test_a_killed_node_is_forked_again_by_its_keeper_and_comes_back_active(
     )
     assert first, node.tail()
     (child,) = _children(node.popen.pid)  # the keeper forked the node
+    # Its DDS files older than the sweep's 1-s guard (files of a participant being created).
+    while (linux.process_age_s(child) or 0.0) < 1.5:
+        time.sleep(0.05)  # paced: the node's age
     os.kill(child, signal.SIGKILL)
     assert node.wait_stderr('warm restart 1', 60), node.tail()
     assert node.wait_stderr('started: fork 0.00, ROS', 120), node.tail()
+    # The participant the killed node left in /dev/shm was removed.
+    assert node.wait_stderr('Fast DDS shared-memory segments of dead processes', 60), node.tail()
     (again,) = _children(node.popen.pid)
     assert again != child
     node.popen.send_signal(signal.SIGINT)  # ros2 launch's stop reaches the node
