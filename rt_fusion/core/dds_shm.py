@@ -89,6 +89,23 @@ def sweep(root: Path = SHM, min_age_s: float = 1.0) -> Swept:
     return swept
 
 
+def held_by(pid: int, root: Path = SHM) -> list[str]:
+    """The Fast DDS segments in ``root`` whose lock process ``pid`` holds (``/proc/locks``)."""
+    inodes = set()
+    with contextlib.suppress(OSError):
+        for line in Path('/proc/locks').read_text().splitlines():
+            fields = line.split()
+            # 1: FLOCK  ADVISORY  WRITE 31780 00:1b:479992 0 EOF
+            if len(fields) > 5 and fields[1] == 'FLOCK' and fields[4] == str(pid):
+                inodes.add(int(fields[5].rsplit(':', 1)[1]))
+    out = []
+    for name in names(root):
+        with contextlib.suppress(OSError):
+            if (root / f'{name}_el').stat().st_ino in inodes:
+                out.append(name)
+    return out
+
+
 def names(root: Path = SHM) -> list[str]:
     """Every Fast DDS segment in ``root`` with a lock file, live or not."""
     try:
