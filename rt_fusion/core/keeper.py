@@ -1,18 +1,11 @@
-"""Warm restart: a node that dies is replaced by a standby forked from its already-imported self.
+"""Warm restart: a node process that dies is replaced by a fork of its already-imported self.
 
 A node killed by a crash or ``kill -9`` is restarted by launch (``respawn``) as a new
 interpreter, which spends most of its start (0.4-1.5 s on the vehicle computer's little cores,
 more on a loaded one) importing Python modules: numpy, OpenCV, rclpy, ONNX Runtime. With a
 keeper, the process launch starts imports everything once, forks the node and waits. When the
-node dies by a signal or an unexpected exit status, the keeper starts another at once (after the
-respawn delay), which only initialises ROS, configures and activates.
-
-With ``standby`` the keeper keeps that other node forked in advance, with ROS initialised and
-nothing else: its DDS participant has long been discovered by every other process when it takes
-over. A participant's first second is when its endpoints reach the others late (Fast DDS repairs
-a lost discovery message at its 1-s heartbeat; measured in the README), so a node forked only
-at the death got its first input 1-2 s later, a standby's endpoints match within ~0.1 s. The
-standby is named ``standby-<node>`` in ``ps`` until its turn comes.
+node dies by a signal or an unexpected exit status, the keeper forks it again at once (after the
+respawn delay): the new node only initialises ROS, configures and activates.
 
 The keeper never initialises ROS, opens a device, starts a thread or touches a GPU: it forks
 before any of that, so the child starts as clean as a new process, with the imported modules
@@ -30,15 +23,12 @@ What the keeper passes on and what it does not:
   node SIGTERM: ``PR_SET_PDEATHSIG``), and launch respawns the keeper: a cold restart.
 - A node killed leaves Fast DDS's shared-memory files behind; the keeper removes those of dead
   processes (:mod:`rt_fusion.core.dds_shm`) while the new node starts.
-- A standby that dies while it waits is forked again (``quick_limit`` times, then the keeper
-  goes on without one).
 - A node that dies within ``quick_s`` of its start ``quick_limit`` times in a row is not
   restarted again: the keeper ends with its status and launch takes over (a crash loop starting
   from the same warm state would repeat forever).
 
 ``RT_FUSION_WARM_RESTART`` turns it on (``vehicle.launch.py respawn:=true`` sets it): its
-value is the delay before a restart in seconds. ``RT_FUSION_STANDBY=0`` goes without the
-standby (``standby:=false``).
+value is the delay before a restart in seconds.
 """
 
 from __future__ import annotations
@@ -47,23 +37,17 @@ import contextlib
 import ctypes
 import math
 import os
-import select
 import signal
 import sys
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
 from typing import TextIO
 
 from rt_fusion.core import dds_shm
 from rt_fusion.core.errors import ParameterError
 
 ENV = 'RT_FUSION_WARM_RESTART'
-STANDBY_ENV = 'RT_FUSION_STANDBY'
-STANDBY_PREFIX = 'standby-'
-_PR_SET_NAME = 15
 _PR_SET_PDEATHSIG = 1
 #: Statuses of a node that ended by itself: not restarted by the keeper.
 FINAL_STATUSES = (0, 2)
@@ -90,13 +74,6 @@ def set_parent_death_signal(signum: int) -> None:
         raise OSError(ctypes.get_errno(), 'prctl(PR_SET_PDEATHSIG)')
 
 
-def set_process_name(name: str) -> None:
-    """This thread's name (the process's, for the main thread: ``ps``, ``/proc/<pid>/comm``);
-    15 bytes at most."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_NAME, name.encode()[:15], 0, 0, 0)
-
-
 def describe(status: int) -> str:
     """``killed by SIGKILL`` or ``exit status 1`` for a ``waitstatus_to_exitcode`` value."""
     if status < 0:
@@ -107,62 +84,13 @@ def describe(status: int) -> str:
     return f'exit status {status}'
 
 
-class Turn:
-    """A forked node's wait for its turn to run: at once for the first node, when the running
-    node dies for a standby. Meanwhile a standby has initialised ROS (its DDS participant is
-    known to every other process by the time it takes over) and holds nothing else."""
-
-    def __init__(
-        self, fd: int, label: str = '', on_turn: Callable[[int], None] | None = None
-    ) -> None:
-        self.fd = fd
-        self.label = label
-        self.on_turn = on_turn
-
-    def wait(self) -> bool:
-        """True when it is this node's turn; False when the keeper ends or the process was
-        asked to stop (SIGINT, SIGTERM) while it stood by: the caller then ends."""
-
-        def stop(signum: int, frame: object) -> None:
-            del signum, frame
-            raise KeyboardInterrupt
-
-        old = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
-        for sig in old:
-            signal.signal(sig, stop)
-        name = Path('/proc/self/comm').read_text().strip()
-        try:
-            if not select.select([self.fd], [], [], 0.0)[0]:  # not the first node's: stand by
-                set_process_name(STANDBY_PREFIX + self.label)
-            data = os.read(self.fd, 64)
-        except KeyboardInterrupt:
-            data = b''
-        finally:
-            for sig, handler in old.items():
-                signal.signal(sig, handler)
-            os.close(self.fd)
-            set_process_name(name)
-        if not data:
-            return False
-        if self.on_turn is not None:
-            self.on_turn(int(data.split()[0]))
-        return True
-
-
-@dataclass
-class _Child:
-    pid: int
-    fd: int  # the write end of its turn pipe; -1 once its turn was given
-
-
 class Keeper:
-    """Forks the node, waits, and when the node dies hands over to a standby (or forks the node
-    again). :meth:`serve` returns only in a child, with its :class:`Turn`; the keeper itself
-    ends the process with the node's status.
+    """Forks the node, waits, forks it again when it dies. :meth:`serve` returns only in a
+    child (which then runs the node); the keeper itself ends the process with the node's
+    status.
 
-    ``standby`` keeps one more child forked beside the running node, waiting for its turn with
-    ROS initialised. ``label`` names the node in the keeper's lines on stderr; ``on_turn``
-    runs in a child when its turn comes, with the number of the restart (0: the first node).
+    ``label`` names the node in the keeper's lines on stderr; ``on_fork`` runs first thing in
+    each child (its start-up clock restarts there).
     """
 
     def __init__(
@@ -171,19 +99,16 @@ class Keeper:
         delay_s: float = 0.0,
         quick_s: float = 2.0,
         quick_limit: int = 3,
-        standby: bool = False,
-        on_turn: Callable[[int], None] | None = None,
+        on_fork: Callable[[int], None] | None = None,
         err: TextIO | None = None,
     ) -> None:
         self.label = label
         self.delay_s = delay_s
         self.quick_s = quick_s
         self.quick_limit = quick_limit
-        self.standby = standby
-        self.on_turn = on_turn
+        self.on_fork = on_fork
         self.err = err if err is not None else sys.stderr
-        self.active = 0  # the running node's pid
-        self.waiting: _Child | None = None  # the standby
+        self.child = 0
         self.stop_signal = 0  # the SIGINT/SIGTERM the keeper received, forwarded to the node
         self.restarts = 0
 
@@ -193,124 +118,69 @@ class Keeper:
     def _forward(self, signum: int, frame: object) -> None:
         del frame
         self.stop_signal = signum
-        for pid in (self.active, self.waiting.pid if self.waiting else 0):
-            if pid:
-                with contextlib.suppress(ProcessLookupError):  # it ended: waitpid reports it
-                    os.kill(pid, signum)
+        if self.child:
+            with contextlib.suppress(ProcessLookupError):  # it ended: waitpid reports it
+                os.kill(self.child, signum)
 
-    def _spawn(self) -> _Child | Turn:
-        """Forks a child: its :class:`Turn` in the child, the child in the keeper."""
+    def _fork(self) -> int:
         keeper = os.getpid()
-        read_end, write_end = os.pipe()
         with warnings.catch_warnings():
             # Python 3.12 warns of fork() in a process with threads: the imports' idle native
             # pools, which the child does not use (see the module's docstring).
             warnings.simplefilter('ignore', DeprecationWarning)
             pid = os.fork()
         if pid == 0:
-            os.close(write_end)
             signal.signal(signal.SIGINT, signal.default_int_handler)
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             set_parent_death_signal(signal.SIGTERM)
             if os.getppid() != keeper:  # the keeper died before prctl
                 os._exit(1)
-            return Turn(read_end, self.label, self.on_turn)
-        os.close(read_end)
-        return _Child(pid, write_end)
+        return pid
 
-    @staticmethod
-    def _give_turn(child: _Child, restart: int) -> None:
-        with contextlib.suppress(OSError):  # it died meanwhile: waitpid reports it
-            os.write(child.fd, f'{restart}\n'.encode())
-        os.close(child.fd)
-        child.fd = -1
-
-    def serve(self) -> Turn:
-        """Runs the keeper loop in this process; returns in each forked child."""
+    def serve(self) -> None:
+        """Runs the keeper loop in this process; returns in each forked node."""
         signal.signal(signal.SIGINT, self._forward)
         signal.signal(signal.SIGTERM, self._forward)
-        first = self._spawn()
-        if isinstance(first, Turn):
-            return first
-        self._give_turn(first, 0)
-        self.active = first.pid
-        started = time.monotonic()
-        quick = standby_deaths = 0
+        quick = 0
+        sweep = False
         while True:
-            if (
-                self.standby
-                and self.waiting is None
-                and not self.stop_signal
-                and standby_deaths < self.quick_limit
-            ):
-                spawned = self._spawn()
-                if isinstance(spawned, Turn):
-                    return spawned
-                self.waiting = spawned
-            pid, wait_status = os.waitpid(-1, 0)
+            started = time.monotonic()
+            pid = self._fork()
+            if pid == 0:
+                if self.on_fork is not None:
+                    self.on_fork(self.restarts)
+                return
+            self.child = pid
+            if sweep:  # while the new node starts: what the killed one left in /dev/shm
+                self._sweep()
+            if self.stop_signal:  # a stop that came while the node was being forked
+                self._forward(self.stop_signal, None)
+            _, wait_status = os.waitpid(pid, 0)
+            self.child = 0
             status = os.waitstatus_to_exitcode(wait_status)
-            if self.waiting is not None and pid == self.waiting.pid:
-                os.close(self.waiting.fd)
-                self.waiting = None
-                if not self.stop_signal:
-                    standby_deaths += 1
-                    self._say(f'standby {pid} {describe(status)}')
-                continue
-            if pid != self.active:
-                continue
-            self.active = 0
             lived = time.monotonic() - started
             if self.stop_signal or status in FINAL_STATUSES:
-                self._end(status)
+                self._leave(status)
             quick = quick + 1 if lived < self.quick_s else 0
             if quick >= self.quick_limit:
                 self._say(
                     f'node {pid} {describe(status)} {quick} times in a row within '
                     f'{self.quick_s:g} s of its start: not restarted here (launch decides)'
                 )
-                self._end(status)
+                self._leave(status)
             self.restarts += 1
-            how = (
-                f'standby {self.waiting.pid} takes over'
-                if self.waiting is not None
-                else 'forked from the imported keeper'
-            )
-            delay = f' in {self.delay_s:g} s' if self.delay_s else ''
+            sweep = status < 0  # killed: its DDS shared memory was not released
             self._say(
-                f'node {pid} {describe(status)} after {lived:.1f} s: '
-                f'warm restart {self.restarts}{delay} ({how})'
+                f'node {pid} {describe(status)} after {lived:.1f} s: warm restart '
+                f'{self.restarts}'
+                + (f' in {self.delay_s:g} s' if self.delay_s else '')
+                + ' (forked from the imported keeper)'
             )
             end = time.monotonic() + self.delay_s
             while time.monotonic() < end and not self.stop_signal:
                 time.sleep(min(0.05, max(0.0, end - time.monotonic())))  # paced: the delay
             if self.stop_signal:
-                self._end(status)
-            if self.waiting is None:
-                spawned = self._spawn()
-                if isinstance(spawned, Turn):
-                    return spawned
-                self.waiting = spawned
-            nxt, self.waiting = self.waiting, None
-            self._give_turn(nxt, self.restarts)
-            self.active = nxt.pid
-            started = time.monotonic()
-            if status < 0:  # killed: its DDS shared memory was not released
-                self._sweep()
-
-    def _end(self, status: int) -> None:
-        """Dismisses the standby (its turn never comes: it ends by itself), then leaves."""
-        if self.waiting is not None:
-            os.close(self.waiting.fd)
-            end = time.monotonic() + 10.0
-            with contextlib.suppress(ChildProcessError):
-                while os.waitpid(self.waiting.pid, os.WNOHANG)[0] == 0:
-                    if time.monotonic() > end:
-                        os.kill(self.waiting.pid, signal.SIGKILL)
-                        os.waitpid(self.waiting.pid, 0)
-                        break
-                    time.sleep(0.02)  # paced: the standby's own shutdown
-            self.waiting = None
-        self._leave(status)
+                self._leave(status)
 
     def _sweep(self) -> None:
         swept = dds_shm.sweep()

@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 from rt_fusion.core.errors import RtFusionError
-from rt_fusion.core.keeper import STANDBY_PREFIX
 
 
 class LaunchUnavailableError(RtFusionError):
@@ -176,11 +175,11 @@ def group_argv(pgid: int) -> dict[int, list[str]]:
 def node_processes(pgid: int) -> dict[str, tuple[int, int]]:
     """node name (``__node:=``) -> (its process, the process launch started) in a launch's
     group. They are the same without a warm keeper (``rt_fusion.core.keeper``); with one, the
-    node is the keeper's child (the other child, named ``standby-<node>``, waits)."""
+    node is the keeper's child."""
     named: dict[int, str] = {}
     for pid, argv in group_argv(pgid).items():
         name = next((a.split(':=', 1)[1] for a in argv if a.startswith('__node:=')), None)
-        if name and not _comm(pid).startswith(STANDBY_PREFIX):  # a standby is not the node
+        if name:
             named[pid] = name
     parents = {pid: _parent(pid) for pid in named}
     out: dict[str, tuple[int, int]] = {}
@@ -191,13 +190,6 @@ def node_processes(pgid: int) -> dict[str, tuple[int, int]]:
         elif name not in out:
             out[name] = (pid, pid)
     return out
-
-
-def _comm(pid: int) -> str:
-    try:
-        return Path(f'/proc/{pid}/comm').read_text().strip()
-    except OSError:
-        return ''
 
 
 def _parent(pid: int) -> int | None:

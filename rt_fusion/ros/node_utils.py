@@ -50,7 +50,6 @@ class StartupTimes:
     def __init__(self) -> None:
         self.marks: dict[str, float] = {}  # step -> time.monotonic() at its end
         self.started: float | None = None  # the process's start, on the same clock
-        self.since = 'the process started'
         self.reported = False
 
     def mark(self, step: str) -> None:
@@ -65,15 +64,14 @@ class StartupTimes:
         if age is not None:
             self.started = self.marks['interpreter and imports'] - age
 
-    def took_over(self, restart: int) -> None:
-        """This process's turn came from its warm keeper (:mod:`rt_fusion.core.keeper`). The
-        first node carries on the keeper's start (its imports); a restarted node's start is its
-        turn, said as ``after it took over: ROS ...`` (its ROS start: the node, rclpy being up
-        already in a standby)."""
+    def forked(self, restart: int) -> None:
+        """This process is a node forked by its warm keeper (:mod:`rt_fusion.core.keeper`).
+        The first one carries on the keeper's start (its imports); a restart's start is the
+        fork, said as ``fork 0.00`` (the keeper's line counts the restarts)."""
         if restart:
-            self.marks = {}
-            self.started = time.monotonic()
-            self.since = 'it took over'
+            now = time.monotonic()
+            self.marks = {'fork': now}
+            self.started = now
 
     def report(self) -> str:
         """`` (0.81 s after the process started: interpreter and imports 0.40, ...)`` once, for
@@ -85,7 +83,7 @@ class StartupTimes:
         for step, at in self.marks.items():
             parts.append(f'{step} {at - last:.2f}')
             last = at
-        return f' ({last - self.started:.2f} s after {self.since}: {", ".join(parts)})'
+        return f' ({last - self.started:.2f} s after the process started: {", ".join(parts)})'
 
 
 #: This process's start-up (one node per process).
@@ -550,7 +548,8 @@ def run(
     # A crash in native code prints every thread's Python stack to stderr (launch logs keep it).
     faulthandler.enable(all_threads=True)
     argv = list(args) if args is not None else list(sys.argv)
-    turn = _keep_warm(argv) if exit_process else None
+    if exit_process:
+        _keep_warm(argv)
     files = params_file.files_in_args(argv)
     try:  # before rclpy.init, which reports a broken file as an RCLError traceback
         for path in files:
@@ -559,13 +558,7 @@ def run(
         print(f'rt_fusion: {type(err).__name__}: {err}', file=sys.stderr, flush=True)
         return 2
     stop = StopRequest()
-    try:
-        rclpy.init(args=argv, signal_handler_options=SignalHandlerOptions.NO)
-        if turn is not None and not turn.wait():  # a standby whose turn did not come
-            raise KeyboardInterrupt
-    except KeyboardInterrupt:  # stopped before it ran (a standby, the keeper ending)
-        compat.try_shutdown()
-        leave(0)
+    rclpy.init(args=argv, signal_handler_options=SignalHandlerOptions.NO)
     stop.install()
     threading.excepthook = _quiet_shutdown_excepthook(threading.excepthook)
     node: Node | None = None
@@ -609,23 +602,20 @@ def run(
     return status
 
 
-def _keep_warm(argv: Sequence[str]) -> keeper.Turn | None:
+def _keep_warm(argv: Sequence[str]) -> None:
     """With ``RT_FUSION_WARM_RESTART`` set (``respawn:=true``), this process becomes the node's
-    keeper (:mod:`rt_fusion.core.keeper`) and returns only in a forked child, with the turn it
-    waits for once ROS is up (a standby waits until the running node dies)."""
+    keeper (:mod:`rt_fusion.core.keeper`) and returns only in the forked node; a node that dies
+    is forked again from the imported modules instead of started anew by launch."""
     try:
         delay_s = keeper.delay_from_env()
     except ParameterError as err:
         print(f'rt_fusion: ParameterError: {err}', file=sys.stderr, flush=True)
         leave(2)
-        return None
+        return
     if delay_s is None:
-        return None
+        return
     label = next((a.split(':=', 1)[1] for a in argv if a.startswith('__node:=')), '')
-    standby = os.environ.get(keeper.STANDBY_ENV, '1').strip().lower() not in ('0', 'false', 'no')
-    return keeper.Keeper(
-        label or Path(argv[0]).name, delay_s, standby=standby, on_turn=STARTUP.took_over
-    ).serve()
+    keeper.Keeper(label or Path(argv[0]).name, delay_s, on_fork=STARTUP.forked).serve()
 
 
 def leave(status: int) -> None:

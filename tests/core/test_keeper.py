@@ -16,16 +16,11 @@ from rt_fusion.core import keeper
 from rt_fusion.core.errors import ParameterError
 from tests.conftest import Proc, ros_env
 
-# The node: says its pid once its turn comes, then waits for a signal (or ends as told by its
-# first argument). A standby that is dismissed ends with status 0.
+# The node: says its pid, then waits for a signal (or ends as told by its first argument).
 NODE = """
 import os, signal, sys, time
 from rt_fusion.core.keeper import Keeper
-turn = Keeper(
-    'test', delay_s=float(sys.argv[2]), quick_s=float(sys.argv[3]), standby=sys.argv[4] == '1'
-).serve()
-if not turn.wait():
-    sys.exit(0)
+Keeper('test', delay_s=float(sys.argv[2]), quick_s=float(sys.argv[3])).serve()
 print('NODE', os.getpid(), flush=True)
 if sys.argv[1] == 'exit2':
     sys.exit(2)
@@ -36,28 +31,10 @@ while True:
 """
 
 
-def _start(
-    mode: str = 'wait', delay_s: float = 0.0, quick_s: float = 0.0, standby: bool = True
-) -> Proc:
-    argv = [sys.executable, '-c', NODE, mode, str(delay_s), str(quick_s), str(int(standby))]
-    return Proc(argv, ros_env(), 'keeper')
-
-
-def _children(pid: int) -> list[int]:
-    return [int(x) for x in Path(f'/proc/{pid}/task/{pid}/children').read_text().split()]
-
-
-def _comm(pid: int) -> str:
-    return Path(f'/proc/{pid}/comm').read_text().strip()
-
-
-def _wait_for(condition, deadline_s: float = 30.0) -> bool:  # type: ignore[no-untyped-def]
-    end = time.monotonic() + deadline_s
-    while time.monotonic() < end:
-        if condition():
-            return True
-        time.sleep(0.02)  # paced: polling /proc
-    return False
+def _start(mode: str = 'wait', delay_s: float = 0.0, quick_s: float = 0.0) -> Proc:
+    return Proc(
+        [sys.executable, '-c', NODE, mode, str(delay_s), str(quick_s)], ros_env(), 'keeper'
+    )
 
 
 def _node_pid(proc: Proc) -> int:
@@ -79,41 +56,21 @@ def _gone(pid: int, deadline_s: float = 30.0) -> bool:
     return False
 
 
-def test_a_standby_takes_over_from_a_killed_node_and_a_stop_reaches_both() -> None:
+def test_a_killed_node_is_forked_again_and_a_stop_reaches_it() -> None:
     proc = _start()
     try:
         first = _node_pid(proc)
         assert first != proc.popen.pid  # the node is the keeper's child
-        # Beside it, a standby forked in advance, named so in ps, waiting for its turn.
-        assert _wait_for(lambda: len(_children(proc.popen.pid)) == 2), proc.tail()
-        (standby,) = set(_children(proc.popen.pid)) - {first}
-        assert _wait_for(lambda: _comm(standby) == 'standby-test'), _comm(standby)
-        os.kill(first, signal.SIGKILL)
-        assert _node_pid(proc) == standby  # the standby's turn came
-        assert _comm(standby) != 'standby-test'
-        assert proc.wait_stderr('killed by SIGKILL', 30), proc.tail()
-        assert proc.wait_stderr(f'warm restart 1 (standby {standby} takes over)', 30)
-        # ... and the keeper forks the next standby.
-        assert _wait_for(lambda: len(_children(proc.popen.pid)) == 2), proc.tail()
-        (spare,) = set(_children(proc.popen.pid)) - {standby}
-        # ros2 launch's SIGINT goes to the keeper; the node and the standby end, then the
-        # keeper ends as its node did.
-        proc.popen.send_signal(signal.SIGINT)
-        assert proc.wait(30) == -signal.SIGINT
-        assert _gone(standby) and _gone(spare)
-    finally:
-        proc.stop()
-
-
-def test_without_a_standby_the_node_is_forked_at_its_death() -> None:
-    proc = _start(standby=False)
-    try:
-        first = _node_pid(proc)
-        assert _children(proc.popen.pid) == [first]
         os.kill(first, signal.SIGKILL)
         second = _node_pid(proc)
         assert second not in (first, proc.popen.pid)
-        assert proc.wait_stderr('warm restart 1 (forked from the imported keeper)', 30)
+        assert proc.wait_stderr('killed by SIGKILL', 30), proc.tail()
+        assert proc.wait_stderr('warm restart 1', 30), proc.tail()
+        # ros2 launch's SIGINT goes to the keeper; the node gets it and ends, then the keeper
+        # ends as its node did.
+        proc.popen.send_signal(signal.SIGINT)
+        assert proc.wait(30) == -signal.SIGINT
+        assert _gone(second)
     finally:
         proc.stop()
 
@@ -137,7 +94,6 @@ def test_a_start_up_error_ends_the_keeper_with_its_status() -> None:
         _node_pid(proc)
         assert proc.wait(60) == 2  # launch sees the node's own status and decides
         assert not any('warm restart' in line for line in proc.stderr)
-        assert not any('NODE' in line for line in proc.lines.queue)  # the standby never ran
     finally:
         proc.stop()
 
@@ -154,16 +110,13 @@ def test_a_crash_loop_is_handed_to_launch() -> None:
         proc.stop()
 
 
-def test_a_killed_keeper_takes_its_node_and_standby_down() -> None:
+def test_a_killed_keeper_takes_its_node_down() -> None:
     proc = _start()
     try:
         node = _node_pid(proc)
-        assert _wait_for(lambda: len(_children(proc.popen.pid)) == 2), proc.tail()
-        (standby,) = set(_children(proc.popen.pid)) - {node}
         proc.popen.kill()
         proc.wait(30)
         assert _gone(node), 'the node outlived its keeper'
-        assert _gone(standby), 'the standby outlived its keeper'
     finally:
         proc.stop()
 

@@ -35,16 +35,16 @@ def test_the_start_up_is_reported_once_with_its_steps_adding_up() -> None:
     assert times.report() == ''  # once
 
 
-def test_a_restart_reports_its_start_from_its_turn_instead_of_the_imports() -> None:
+def test_a_forked_restart_reports_the_fork_instead_of_the_imports() -> None:
     times = node_utils.StartupTimes()
     times.begin()
-    times.took_over(0)  # the first node carries on the keeper's start, imports included
+    times.forked(0)  # the first node carries on the keeper's start, imports included
     assert 'interpreter and imports' in times.marks
-    times.took_over(2)
+    times.forked(2)
     for step in ('ROS', 'configure', 'activate'):
         times.mark(step)
     assert re.fullmatch(
-        r' \(\d+\.\d+ s after it took over: ROS \d+\.\d+, '
+        r' \(\d+\.\d+ s after the process started: fork 0\.00, ROS \d+\.\d+, '
         r'configure \d+\.\d+, activate \d+\.\d+\)',
         times.report(),
     )
@@ -55,27 +55,11 @@ def _children(pid: int) -> list[int]:
     return [int(x) for x in text.split()]
 
 
-def _comm(pid: int) -> str:
-    try:
-        return Path(f'/proc/{pid}/comm').read_text().strip()
-    except OSError:
-        return ''
-
-
-def _wait_for(condition, deadline_s: float = 120.0) -> bool:  # type: ignore[no-untyped-def]
-    end = time.monotonic() + deadline_s
-    while time.monotonic() < end:
-        if condition():
-            return True
-        time.sleep(0.05)  # paced: polling /proc
-    return False
-
-
-def test_a_killed_node_is_replaced_by_its_standby_which_comes_back_active(
+def test_a_killed_node_is_forked_again_by_its_keeper_and_comes_back_active(
     procs: ProcGroup,
 ) -> None:
     """respawn:=true's warm restart, on a real node process: kill -9 of the node, and the
-    standby the keeper forked in advance (rclpy up, nothing else) configures and activates."""
+    keeper's fork of it configures and activates again without importing anything."""
     env = {keeper.ENV: '0'}
     node = procs.node('trajectory_node', '-r', '__node:=planner', name='planner', env=env)
     assert node.wait_stderr(']: active (', 120), node.tail()
@@ -83,18 +67,16 @@ def test_a_killed_node_is_replaced_by_its_standby_which_comes_back_active(
         r'after the process started: interpreter and imports', '\n'.join(node.stderr)
     )
     assert first, node.tail()
-    keeper_pid = node.popen.pid
-    assert _wait_for(lambda: len(_children(keeper_pid)) == 2), node.tail()
-    (standby,) = [p for p in _children(keeper_pid) if _comm(p) == 'standby-planner']
-    (child,) = set(_children(keeper_pid)) - {standby}
+    (child,) = _children(node.popen.pid)  # the keeper forked the node
     # Its DDS files older than the sweep's 1-s guard (files of a participant being created).
-    assert _wait_for(lambda: (linux.process_age_s(child) or 0.0) >= 1.5)
+    while (linux.process_age_s(child) or 0.0) < 1.5:
+        time.sleep(0.05)  # paced: the node's age
     os.kill(child, signal.SIGKILL)
-    assert node.wait_stderr(f'warm restart 1 (standby {standby} takes over)', 60), node.tail()
-    assert node.wait_stderr('after it took over: ROS', 120), node.tail()
+    assert node.wait_stderr('warm restart 1', 60), node.tail()
+    assert node.wait_stderr('started: fork 0.00, ROS', 120), node.tail()
     # The participant the killed node left in /dev/shm was removed.
     assert node.wait_stderr('Fast DDS shared-memory segments of dead processes', 60), node.tail()
-    assert _comm(standby) != 'standby-planner'  # it is the node now
-    assert _wait_for(lambda: len(_children(keeper_pid)) == 2), node.tail()  # the next standby
-    node.popen.send_signal(signal.SIGINT)  # ros2 launch's stop reaches the node and standby
+    (again,) = _children(node.popen.pid)
+    assert again != child
+    node.popen.send_signal(signal.SIGINT)  # ros2 launch's stop reaches the node
     assert node.wait(60) == 0, node.tail()
