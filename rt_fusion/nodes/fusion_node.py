@@ -622,6 +622,7 @@ class FusionNode(node_utils.DeviceNode):
             if self.engine.emergency_id is None
             else self.engine.emergency_id,
             'policy': self.rt_report.policy if self.rt_report else '',
+            'input_publishers': self.input_publishers(),
         }
         for name, st in self.aligner.stats.items():
             values[f'{name}_late_dropped'] = f'{st.late}/{st.dropped}'

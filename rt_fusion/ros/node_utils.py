@@ -341,6 +341,17 @@ class DeviceNode(LifecycleNode):
 
         return self._own(super().create_timer(timer_period_sec, guarded, *args, **kwargs))
 
+    def input_publishers(self) -> str:
+        """``topic n, ...``: how many publishers each input this node subscribed to in
+        configure is matched with (0: nobody publishes it, or discovery has not matched them
+        yet, as for a node just restarted)."""
+        counts = []
+        for entity in self._owned:
+            if isinstance(entity, Subscription):
+                with contextlib.suppress(Exception):  # destroyed meanwhile
+                    counts.append(f'{entity.topic_name} {entity.get_publisher_count()}')
+        return ', '.join(counts)
+
     def release_owned(self) -> None:
         """Destroys the publishers, subscriptions and timers configure() created (idempotent)."""
         owned, self._owned = self._owned, []

@@ -107,6 +107,14 @@ def test_two_sigints_end_a_node_cleanly(procs: ProcGroup) -> None:
     fusion = procs.node('fusion_node', '-p', 'diagnostics_period_s:=0.1', name='fusion')
     msgs, _ = diag.messages(130)
     assert msgs, 'the fusion node never published diagnostics:\n' + '\n'.join(fusion.stderr)
+    values = {
+        kv['key']: kv['value']
+        for status in msgs[-1]['status']
+        if 'fusion' in status['name']
+        for kv in status['values']
+    }
+    # Each input and how many publishers it is matched with: none here, no sensor runs.
+    assert '/fusion/in/imu 0' in values['input_publishers'], values
     # Its 10 Hz diagnostics timer keeps publishing while the signals arrive.
     fusion.popen.send_signal(signal.SIGINT)
     fusion.popen.send_signal(signal.SIGINT)
