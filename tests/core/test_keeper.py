@@ -122,7 +122,7 @@ def test_a_killed_keeper_takes_its_node_down() -> None:
 
 
 @pytest.mark.parametrize('text', ['soon', '-1', 'nan'])
-def test_a_bad_restart_delay_is_refused_with_its_name(text: str) -> None:
+def test_a_bad_delay_before_a_restart_is_refused_with_its_name(text: str) -> None:
     with pytest.raises(ParameterError, match=keeper.ENV):
         keeper.delay_from_env({keeper.ENV: text})
     assert keeper.delay_from_env({}) is None
