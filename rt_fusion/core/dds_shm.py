@@ -56,22 +56,16 @@ def dead(root: Path = SHM, min_age_s: float = 1.0) -> list[str]:
     """Names of the Fast DDS segments in ``root`` whose owner is gone."""
     now = time.time()
     out = []
-    try:
-        entries = list(root.iterdir())
-    except OSError:
-        return []
-    for lock in entries:
-        name = lock.name
-        if not (name.endswith('_el') and name.startswith(PREFIXES)):
-            continue
+    for name in names(root):
+        lock = root / f'{name}_el'
         try:
             if now - lock.stat().st_mtime < min_age_s:
                 continue
         except OSError:
             continue  # removed meanwhile
         if _owner_gone(lock):
-            out.append(name[: -len('_el')])
-    return sorted(out)
+            out.append(name)
+    return out
 
 
 def sweep(root: Path = SHM, min_age_s: float = 1.0) -> Swept:

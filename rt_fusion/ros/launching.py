@@ -162,13 +162,19 @@ def _group(pgid: int) -> Iterator[tuple[Path, list[str]]]:
 def group_argv(pgid: int) -> dict[int, list[str]]:
     """pid -> command line of each process of group ``pgid`` (a launch's nodes, for tools that
     watch or kill them)."""
-    out: dict[int, list[str]] = {}
-    for entry, _fields in _group(pgid):
+    return {pid: argv for pid, (argv, _parent) in _group_argv_parents(pgid).items()}
+
+
+def _group_argv_parents(pgid: int) -> dict[int, tuple[list[str], int]]:
+    """pid -> (command line, parent pid) of each process of group ``pgid``."""
+    out: dict[int, tuple[list[str], int]] = {}
+    for entry, fields in _group(pgid):
         try:
             raw = (entry / 'cmdline').read_bytes()
         except OSError:
             continue
-        out[int(entry.name)] = [a.decode(errors='replace') for a in raw.split(b'\0') if a]
+        argv = [a.decode(errors='replace') for a in raw.split(b'\0') if a]
+        out[int(entry.name)] = (argv, int(fields[1]))  # fields: state, ppid, pgrp, ...
     return out
 
 
@@ -176,28 +182,18 @@ def node_processes(pgid: int) -> dict[str, tuple[int, int]]:
     """node name (``__node:=``) -> (its process, the process launch started) in a launch's
     group. They are the same without a warm keeper (``rt_fusion.core.keeper``); with one, the
     node is the keeper's child."""
-    named: dict[int, str] = {}
-    for pid, argv in group_argv(pgid).items():
+    named: dict[int, tuple[str, int]] = {}  # pid -> (node, parent pid)
+    for pid, (argv, parent) in _group_argv_parents(pgid).items():
         name = next((a.split(':=', 1)[1] for a in argv if a.startswith('__node:=')), None)
         if name:
-            named[pid] = name
-    parents = {pid: _parent(pid) for pid in named}
+            named[pid] = (name, parent)
     out: dict[str, tuple[int, int]] = {}
-    for pid, name in named.items():
-        parent = parents[pid]
-        if parent in named and named[parent] == name:
+    for pid, (name, parent) in named.items():
+        if parent in named and named[parent][0] == name:
             out[name] = (pid, parent)  # the keeper's child
         elif name not in out:
             out[name] = (pid, pid)
     return out
-
-
-def _parent(pid: int) -> int | None:
-    try:
-        stat = Path(f'/proc/{pid}/stat').read_text()
-        return int(stat[stat.rindex(')') + 2 :].split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
 
 
 def group_processes(pgid: int) -> list[str]:
