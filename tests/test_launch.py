@@ -111,8 +111,8 @@ def test_the_description_builds_where_launch_ros_exists() -> None:
     module = _vehicle_launch()
     description = module.generate_launch_description()
     # config, overrides, emulate, data, log_level, respawn, respawn_delay, warm_restart,
-    # dds_profile, one switch per node, and the graph.
-    assert len(description.entities) == 9 + len(_graph()) + 1
+    # standby, dds_profile, one switch per node, and the graph.
+    assert len(description.entities) == 10 + len(_graph()) + 1
 
 
 @pytest.mark.parametrize('text', ['soon', '-1', 'nan'])

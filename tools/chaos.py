@@ -7,15 +7,17 @@
   python tools/chaos.py --rounds 3              # every node killed 3 times (spread, max)
   python tools/chaos.py --dds-profile none      # Fast DDS's defaults (3-s announcements)
   python tools/chaos.py --cold                  # launch starts a new process (no warm keeper)
+  python tools/chaos.py --no-standby            # the keeper forks the node when it dies
   python tools/chaos.py --kill keeper           # kill the warm keeper: launch's cold respawn
 
 ``launch/vehicle.launch.py emulate:=true respawn:=true`` runs the whole graph (camera from the
 dash-cam video into shared memory, ARS408 on a CAN replay bus, Xsens on a pty, microphone on an
 ALSA file PCM, fusion, planner). For each node in turn, once every output flows: SIGKILL to
 its process. Each node's process has a warm keeper (``rt_fusion/core/keeper.py``: the process
-launch started, which imported everything and forked the node), which forks the node again; with
+launch started, which imported everything and forked the node and a standby with ROS up), whose
+standby takes over; with ``--no-standby`` the keeper forks the node again at its death, with
 ``--cold`` (``warm_restart:=false``) launch respawns a new process, and ``--kill keeper`` kills
-the keeper and its node, which launch respawns the same way. Measured per node:
+the keeper and its children, which launch respawns the same way. Measured per node:
 
 - **back**: kill -> the new process logs ``active`` (its own log stamp; the line says where its
   start went: imports or the fork, ROS, configure, activate), and kill -> its output topic
@@ -216,6 +218,11 @@ def main(argv: list[str] | None = None) -> int:
         help='no warm keeper (warm_restart:=false): launch starts a new process for a dead node',
     )
     parser.add_argument(
+        '--no-standby',
+        action='store_true',
+        help='warm restart without a standby (standby:=false): the node is forked at its death',
+    )
+    parser.add_argument(
         '--kill',
         choices=('node', 'keeper'),
         default='node',
@@ -256,6 +263,7 @@ def main(argv: list[str] | None = None) -> int:
             'respawn': 'true',
             'respawn_delay': str(args.respawn_delay_s),
             'warm_restart': str(not args.cold).lower(),
+            'standby': str(not args.no_standby).lower(),
             'overrides': str(overrides),
             'data': str(args.data),
             'dds_profile': args.dds_profile,
@@ -313,7 +321,7 @@ def main(argv: list[str] | None = None) -> int:
                 'node': name,
                 'pid': pid,
                 'new_pid': new_pid,
-                # kill -> the new process exists (launch noticed the death and respawned it)
+                # kill -> the new node's process exists (0: a standby, forked before the kill)
                 'spawned_s': None if started is None else max(0.0, started - kill_boot),
                 'active_s': active_s,
                 'start_steps_s': steps,  # where the new process's start went
@@ -345,7 +353,11 @@ def main(argv: list[str] | None = None) -> int:
     dds_left = sorted(set(dds_shm.dead(min_age_s=0.0)) - dds_before)
     from rich.table import Table  # noqa: PLC0415
 
-    how = 'launch respawn' if args.cold or args.kill == 'keeper' else 'warm restart'
+    how = (
+        'launch respawn'
+        if args.cold or args.kill == 'keeper'
+        else 'warm restart' + (', forked at the death' if args.no_standby else ' from a standby')
+    )
     table = Table(title=f'chaos: kill -9 and {how}, per node', title_justify='left')
     cols = (
         'node',
@@ -408,7 +420,7 @@ def main(argv: list[str] | None = None) -> int:
             + ', '.join(f'{k} {v:.2f} s' for k, v in medians.items())
         )
     report.result_line(
-        restart='warm' if how == 'warm restart' else 'cold',
+        restart='cold' if how == 'launch respawn' else 'fork' if args.no_standby else 'standby',
         nodes=len(set(victims)),
         kills=len(rows),
         active_within_1s=within,

@@ -18,6 +18,7 @@ Example::
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import typing
 from collections.abc import Mapping, Sequence
@@ -89,8 +90,14 @@ class ParamField:
         return self.default is dataclasses.MISSING
 
 
-def fields(cls: type) -> list[ParamField]:
-    """The parameter fields of a parameter dataclass, in declaration order."""
+def fields(cls: type) -> tuple[ParamField, ...]:
+    """The parameter fields of a parameter dataclass, in declaration order (cached: a node's
+    start reads them twice per class, ``typing.get_type_hints`` being the slow part)."""
+    return _fields(cls)
+
+
+@functools.cache
+def _fields(cls: Any) -> tuple[ParamField, ...]:
     hints = typing.get_type_hints(cls)
     out: list[ParamField] = []
     for field in dataclasses.fields(cls):
@@ -107,7 +114,7 @@ def fields(cls: type) -> list[ParamField]:
             out.append(ParamField(field.name, spec, field.default, hint, None))
         else:
             raise TypeError(f'parameter field {field.name!r} has unsupported type {hint!r}')
-    return out
+    return tuple(out)
 
 
 def build(cls: type[T], values: Mapping[str, Any]) -> T:

@@ -13,7 +13,7 @@ import numpy.typing as npt
 
 from rt_fusion.core.errors import ParameterError
 from rt_fusion.core.perception.hearing import AUDIO_CLASSES, MelConfig
-from rt_fusion.inference.spec import ModelLoadError, ModelSpec, load_spec
+from rt_fusion.inference.spec import SAFE_LOADER, ModelLoadError, ModelSpec, load_spec
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,7 +35,7 @@ def load_hearing_model(path: Path | str) -> HearingModel:
 
     spec = load_spec(path)
     with open(path) as fh:
-        raw = yaml.safe_load(fh)
+        raw = yaml.load(fh, Loader=SAFE_LOADER)
     audio = raw.get('audio') if isinstance(raw, dict) else None
     if not isinstance(audio, dict):
         raise ModelLoadError(f'model spec {path}: no audio: section (not a hearing model)')

@@ -8,6 +8,8 @@ ROS-free, where it can be tested on its own.
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
@@ -18,7 +20,7 @@ from rt_fusion.core.perception.decoders import CenternetPeaks
 from rt_fusion.inference import backend as backends
 from rt_fusion.inference import pinned
 from rt_fusion.inference.preprocess import CpuPreprocessor, TorchPreprocessor
-from rt_fusion.inference.spec import ModelSpec, load_spec
+from rt_fusion.inference.spec import ModelError, ModelSpec, load_spec
 
 DEFAULT_INPUT_HW = (384, 640)  # the model input the fusion assumes without a network
 PEAKS = 'centernet_peaks'  # the extra output of device_decode
@@ -35,6 +37,7 @@ class FrameRunner:
         device_decode: on CUDA with the torch backend, reduce a centernet head to its peaks on
             the GPU inside the model's CUDA graph (:mod:`rt_fusion.inference.device_decode`):
             ``run`` then returns :class:`CenternetPeaks` (a few KB) instead of the whole head.
+        warm: run :meth:`warm_up` now (False: the caller does, or :meth:`start_warm_up`).
 
     Raises:
         ModelError: the spec, the model or its runtime cannot be loaded.
@@ -48,6 +51,7 @@ class FrameRunner:
         threads: int = 0,
         *,
         device_decode: bool = True,
+        warm: bool = True,
     ) -> None:
         self.spec: ModelSpec = load_spec(spec_path)
         options: dict[str, Any] = {'device': device}
@@ -72,16 +76,26 @@ class FrameRunner:
 
             head, nc, top_k = self.output_name, len(decoder.classes), decoder.top_k
             self.model.add_postprocess(PEAKS, lambda outs: centernet_peaks(outs[head], nc, top_k))
-        # CUDA: warm kernels, then the graph capture (3 runs at least); CPU: one run allocates
-        # the arena, more only steady a benchmark's timing (and lengthen a restart).
-        self.model.prepare(3 if self.cuda else 1)
         assert self.spec.preprocessing is not None
         self.input_hw: tuple[int, int] = tuple(self.spec.preprocessing.resize)  # type: ignore[assignment]
         self.pre: CpuPreprocessor | TorchPreprocessor | None = None
         self._target: Any = None
         self._order = ''
         self._pinned: dict[object, pinned.PinnedRegion | None] = {}
+        self._warming: threading.Thread | None = None
+        self._warm_error: BaseException | None = None
+        if warm:
+            self.warm_up()
+
+    def warm_up(self) -> None:
+        """The runs before the first frame: the model's warm-up, and on CUDA the preprocessing
+        kernels."""
+        assert self.model is not None
+        # CUDA: warm kernels, then the graph capture (3 runs at least); CPU: one run allocates
+        # the arena, more only steady a benchmark's timing (and lengthen a restart).
+        self.model.prepare(3 if self.cuda else 1)
         if self.cuda:
+            assert self.spec.preprocessing is not None
             # Load the preprocessing kernels now, not on the first frame (a cold CUDA start
             # takes long enough there to overflow the camera queue).
             h, w = self.input_hw
@@ -94,6 +108,34 @@ class FrameRunner:
             )
             warm(np.zeros((h * 2, w * 2, 3), np.uint8))
             warm.stream.synchronize()
+
+    def start_warm_up(self) -> None:
+        """:meth:`warm_up` on a thread of its own, for a caller with other start-up work to do
+        meanwhile (the model's runtime releases the GIL while it runs: a fusion node's start
+        overlaps its 0.2-s warm-up inference with its subscriptions, publishers and real-time
+        set-up). :meth:`wait_warm` ends it."""
+
+        def warm() -> None:
+            try:
+                self.warm_up()
+            except BaseException as err:  # noqa: BLE001  (handed to wait_warm)
+                self._warm_error = err
+
+        self._warming = threading.Thread(target=warm, name='model-warm-up', daemon=True)
+        self._warming.start()
+
+    def wait_warm(self) -> None:
+        """Waits for :meth:`start_warm_up`'s runs (no-op without them).
+
+        Raises:
+            ModelError: the warm-up failed.
+        """
+        if self._warming is not None:
+            self._warming.join()
+            self._warming = None
+        err, self._warm_error = self._warm_error, None
+        if err is not None:
+            raise ModelError(f'warm-up failed: {err}') from err
 
     @property
     def device(self) -> str:
@@ -151,7 +193,9 @@ class FrameRunner:
         return out if isinstance(out, np.ndarray) else out.float().cpu().numpy()
 
     def release(self) -> None:
-        """Unpins the rings and frees the model (idempotent)."""
+        """Unpins the rings and frees the model (idempotent), after any warm-up."""
+        with contextlib.suppress(ModelError):
+            self.wait_warm()
         for region in self._pinned.values():
             if region is not None:
                 region.release()

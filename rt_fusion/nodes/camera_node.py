@@ -129,6 +129,8 @@ class CameraNode(node_utils.DeviceNode):
         self.last_error = ''
         self._file_origin: tuple[int, int] | None = None
 
+    PARAMS = (CameraParams,)
+
     def configure(self) -> None:
         """Reads parameters, opens the source (or schedules retries), creates the ring."""
         p = self.params = node_utils.declare_params(self, CameraParams)

@@ -153,6 +153,8 @@ class ImuNode(node_utils.DeviceNode):
 
     # -- lifecycle -----------------------------------------------------------------------------
 
+    PARAMS = (ImuParams,)
+
     def configure(self) -> None:
         """Reads parameters, opens the port and configures the device."""
         p = self.params = node_utils.declare_params(self, ImuParams)

@@ -105,6 +105,8 @@ class MicrophoneNode(node_utils.DeviceNode):
 
     # -- lifecycle -----------------------------------------------------------------------------
 
+    PARAMS = (MicrophoneParams,)
+
     def configure(self) -> None:
         """Reads parameters, allocates queue and ring, opens the input stream."""
         import sounddevice  # noqa: PLC0415 - needs PortAudio at import

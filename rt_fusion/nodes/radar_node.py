@@ -22,7 +22,9 @@ Topics: ``~/out/objects`` (rt_fusion_msgs/RadarObjects), ``~/out/points``
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import importlib
 import sys
 import threading
 import time
@@ -179,6 +181,17 @@ class RadarNode(node_utils.DeviceNode):
 
     def _on_matched(self, info: Any) -> None:
         self.get_logger().info(f'objects output matched: {info.current_count} subscriber(s)')
+
+    PARAMS = (RadarParams,)
+
+    @classmethod
+    def preload(cls) -> None:
+        """Also python-can's interfaces for a vehicle's bus and the emulated one, which
+        ``can.Bus`` imports when it opens them."""
+        super().preload()
+        for name in ('socketcan', 'udp_multicast', 'virtual'):
+            with contextlib.suppress(ImportError):
+                importlib.import_module(f'can.interfaces.{name}')
 
     def configure(self) -> None:
         """Reads parameters, opens the bus, configures the sensor and checks its echo."""

@@ -123,6 +123,8 @@ class TrajectoryNode(node_utils.DeviceNode):
 
     # -- lifecycle -----------------------------------------------------------------------------
 
+    PARAMS = (TrajectoryNodeParams, frenet.PlannerParams, EmergencyParams, realtime.RealtimeParams)
+
     def configure(self) -> None:
         """Parameters, planner, publishers; then the real-time set-up, last."""
         p = self.params = node_utils.declare_params(self, TrajectoryNodeParams)

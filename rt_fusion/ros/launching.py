@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from rt_fusion.core.errors import RtFusionError
+from rt_fusion.core.keeper import STANDBY_PREFIX
 
 
 class LaunchUnavailableError(RtFusionError):
@@ -181,11 +182,11 @@ def _group_argv_parents(pgid: int) -> dict[int, tuple[list[str], int]]:
 def node_processes(pgid: int) -> dict[str, tuple[int, int]]:
     """node name (``__node:=``) -> (its process, the process launch started) in a launch's
     group. They are the same without a warm keeper (``rt_fusion.core.keeper``); with one, the
-    node is the keeper's child."""
+    node is the keeper's child (the other child, named ``standby-<node>``, waits)."""
     named: dict[int, tuple[str, int]] = {}  # pid -> (node, parent pid)
     for pid, (argv, parent) in _group_argv_parents(pgid).items():
         name = next((a.split(':=', 1)[1] for a in argv if a.startswith('__node:=')), None)
-        if name:
+        if name and not _comm(pid).startswith(STANDBY_PREFIX):  # a standby is not the node
             named[pid] = (name, parent)
     out: dict[str, tuple[int, int]] = {}
     for pid, (name, parent) in named.items():
@@ -194,6 +195,13 @@ def node_processes(pgid: int) -> dict[str, tuple[int, int]]:
         elif name not in out:
             out[name] = (pid, pid)
     return out
+
+
+def _comm(pid: int) -> str:
+    try:
+        return Path(f'/proc/{pid}/comm').read_text().strip()
+    except OSError:
+        return ''
 
 
 def group_processes(pgid: int) -> list[str]:

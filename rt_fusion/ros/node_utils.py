@@ -5,6 +5,8 @@ from __future__ import annotations
 import atexit
 import contextlib
 import faulthandler
+import importlib
+import inspect
 import os
 import signal
 import sys
@@ -50,6 +52,7 @@ class StartupTimes:
     def __init__(self) -> None:
         self.marks: dict[str, float] = {}  # step -> time.monotonic() at its end
         self.started: float | None = None  # the process's start, on the same clock
+        self.since = 'the process started'
         self.reported = False
 
     def mark(self, step: str) -> None:
@@ -64,14 +67,15 @@ class StartupTimes:
         if age is not None:
             self.started = self.marks['interpreter and imports'] - age
 
-    def forked(self, restart: int) -> None:
-        """This process is a node forked by its warm keeper (:mod:`rt_fusion.core.keeper`).
-        The first one carries on the keeper's start (its imports); a restart's start is the
-        fork, said as ``fork 0.00`` (the keeper's line counts the restarts)."""
+    def took_over(self, restart: int) -> None:
+        """This process's turn came from its warm keeper (:mod:`rt_fusion.core.keeper`). The
+        first node carries on the keeper's start (its imports); a restarted node's start is its
+        turn, said as ``after it took over: ROS ...`` (its ROS start: the node, rclpy being up
+        already in a standby)."""
         if restart:
-            now = time.monotonic()
-            self.marks = {'fork': now}
-            self.started = now
+            self.marks = {}
+            self.started = time.monotonic()
+            self.since = 'it took over'
 
     def report(self) -> str:
         """`` (0.81 s after the process started: interpreter and imports 0.40, ...)`` once, for
@@ -83,7 +87,7 @@ class StartupTimes:
         for step, at in self.marks.items():
             parts.append(f'{step} {at - last:.2f}')
             last = at
-        return f' ({last - self.started:.2f} s after the process started: {", ".join(parts)})'
+        return f' ({last - self.started:.2f} s after {self.since}: {", ".join(parts)})'
 
 
 #: This process's start-up (one node per process).
@@ -300,6 +304,21 @@ class DeviceNode(LifecycleNode):
         self._owned: list[Any] = []  # what configure() created, released at cleanup
         self._owning = False
 
+    #: Parameter dataclasses this node declares in configure (read once by :meth:`preload`).
+    PARAMS: tuple[type, ...] = ()
+
+    @classmethod
+    def preload(cls) -> None:
+        """Start-up work a warm keeper (:mod:`rt_fusion.core.keeper`) does once, before it forks
+        the node, instead of every restart doing it again: no ROS, no device, no thread.
+        Subclasses import here what configure would import late (their backends)."""
+        # rclpy's logger finds each line's caller with inspect, whose first call maps every
+        # loaded module to its file: 0.15-0.2 s of a node's first warning.
+        inspect.getframeinfo(sys._getframe())
+        for kind in cls.PARAMS:
+            params.fields(kind)
+        preload_type_support()
+
     # -- what configure() creates is released by cleanup, whatever the subclass forgets -------
 
     def _own(self, entity: T) -> T:
@@ -459,6 +478,40 @@ class DeviceNode(LifecycleNode):
             self._state_machine.destroy_when_not_in_use()
 
 
+#: [s] a restarted node keeps its larger CPU share (:class:`keeper.StartBoost`) this long after
+#: it is active: its first outputs (a fusion's first frame, a microphone's first block).
+BOOST_AFTER_ACTIVE_S = 0.5
+
+#: Interfaces every node uses beside its own messages: its lifecycle, parameter and type
+#: description services and their service events.
+NODE_INTERFACES = (
+    'lifecycle_msgs.msg',
+    'lifecycle_msgs.srv',
+    'rcl_interfaces.msg',
+    'rcl_interfaces.srv',
+    'service_msgs.msg',
+    'type_description_interfaces.msg',
+    'type_description_interfaces.srv',
+)
+
+
+def preload_type_support() -> None:
+    """Loads the C type support of every ROS interface imported so far (and of the node's own
+    services): what rclpy otherwise loads at the first publisher, subscription or service of
+    each type, 50-odd extension modules and their libraries in a node's start. A warm keeper
+    does it once before it forks; the load opens libraries and starts no thread."""
+    for name in NODE_INTERFACES:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
+    for name, module in list(sys.modules.items()):
+        if name.rpartition('.')[2] not in ('msg', 'srv', 'action'):
+            continue
+        for obj in list(vars(module).values()):
+            load = getattr(obj, '__import_type_support__', None)
+            if isinstance(obj, type) and callable(load):
+                load()
+
+
 def autostart(node: DeviceNode) -> None:
     """configure + activate, raising the node's own error when a transition fails."""
     for trigger, want in ((node.trigger_configure, 'inactive'), (node.trigger_activate, 'active')):
@@ -559,8 +612,7 @@ def run(
     # A crash in native code prints every thread's Python stack to stderr (launch logs keep it).
     faulthandler.enable(all_threads=True)
     argv = list(args) if args is not None else list(sys.argv)
-    if exit_process:
-        _keep_warm(argv)
+    turn = _keep_warm(argv, factory) if exit_process else None
     files = params_file.files_in_args(argv)
     try:  # before rclpy.init, which reports a broken file as an RCLError traceback
         for path in files:
@@ -569,7 +621,23 @@ def run(
         print(f'rt_fusion: {type(err).__name__}: {err}', file=sys.stderr, flush=True)
         return 2
     stop = StopRequest()
-    rclpy.init(args=argv, signal_handler_options=SignalHandlerOptions.NO)
+    standby: Node | None = None
+    boost: keeper.StartBoost | None = None
+    try:
+        rclpy.init(args=argv, signal_handler_options=SignalHandlerOptions.NO)
+        if turn is not None and turn.standing_by():
+            standby = _standby_participant()
+        if turn is not None and not turn.wait():  # a standby whose turn did not come
+            raise KeyboardInterrupt
+        # A restart starts at a larger CPU share, until it is active.
+        if turn is not None and turn.restart:
+            boost = keeper.StartBoost()
+    except KeyboardInterrupt:  # stopped before it ran (a standby, the keeper ending)
+        if standby is not None:  # its participant's shared memory goes with it
+            with contextlib.suppress(Exception):
+                standby.destroy_node()
+        compat.try_shutdown()
+        leave(0)
     stop.install()
     threading.excepthook = _quiet_shutdown_excepthook(threading.excepthook)
     node: Node | None = None
@@ -577,10 +645,16 @@ def run(
     status = 0
     try:
         node = factory()
+        if standby is not None:  # the node's own endpoints now hold the participant
+            standby.destroy_node()
         STARTUP.mark('ROS')
         params_file.check_node_has_section(files, node.get_fully_qualified_name())
         if isinstance(node, DeviceNode) and node.get_parameter('autostart').value:
             autostart(node)
+        if boost is not None:  # kept for its first outputs, then given back
+            ending = threading.Timer(BOOST_AFTER_ACTIVE_S, boost.end)
+            ending.daemon = True
+            ending.start()
         executor = make_executor(
             os.environ.get('RT_FUSION_EXECUTOR', '') or executor_kind or 'single'
         )
@@ -613,20 +687,46 @@ def run(
     return status
 
 
-def _keep_warm(argv: Sequence[str]) -> None:
+#: The hidden node by which a standby holds its participant (``ros2 node list --all``).
+STANDBY_NODE = '_rt_fusion_standby'
+
+
+def _standby_participant() -> Node:
+    """The DDS participant a standby holds while it waits, by a hidden node without endpoints
+    of its own. rmw_fastrtps creates a context's participant with its first node, so without
+    one a standby's participant would be as new at its takeover as a fresh process's. With one,
+    the node created at the takeover shares a participant every other process has long
+    discovered, and its endpoints reach them within milliseconds; a participant's first second
+    is when they arrive late (its first endpoint announcements are often dropped by processes
+    that have not discovered it yet, and repaired at the 1-s endpoint-discovery heartbeat)."""
+    return rclpy.create_node(
+        STANDBY_NODE,
+        use_global_arguments=False,  # not the node's name (__node:=) nor its parameters
+        start_parameter_services=False,
+        enable_rosout=False,
+        parameter_overrides=[Parameter('start_type_description_service', value=False)],
+    )
+
+
+def _keep_warm(argv: Sequence[str], factory: Callable[[], Node]) -> keeper.Turn | None:
     """With ``RT_FUSION_WARM_RESTART`` set (``respawn:=true``), this process becomes the node's
-    keeper (:mod:`rt_fusion.core.keeper`) and returns only in the forked node; a node that dies
-    is forked again from the imported modules instead of started anew by launch."""
+    keeper (:mod:`rt_fusion.core.keeper`) and returns only in a forked child, with the turn it
+    waits for once ROS is up (a standby waits until the running node dies)."""
     try:
         delay_s = keeper.delay_from_env()
     except ParameterError as err:
         print(f'rt_fusion: ParameterError: {err}', file=sys.stderr, flush=True)
         leave(2)
-        return
+        return None
     if delay_s is None:
-        return
+        return None
     label = next((a.split(':=', 1)[1] for a in argv if a.startswith('__node:=')), '')
-    keeper.Keeper(label or Path(argv[0]).name, delay_s, on_fork=STARTUP.forked).serve()
+    if isinstance(factory, type) and issubclass(factory, DeviceNode):
+        factory.preload()
+    standby = os.environ.get(keeper.STANDBY_ENV, '1').strip().lower() not in ('0', 'false', 'no')
+    return keeper.Keeper(
+        label or Path(argv[0]).name, delay_s, standby=standby, on_turn=STARTUP.took_over
+    ).serve()
 
 
 def leave(status: int) -> None:

@@ -12,15 +12,20 @@ from pathlib import Path
 
 import pytest
 
-from rt_fusion.core import keeper
+from rt_fusion.core import keeper, linux
 from rt_fusion.core.errors import ParameterError
 from tests.conftest import Proc, ros_env
 
-# The node: says its pid, then waits for a signal (or ends as told by its first argument).
+# The node: says its pid once its turn comes, then waits for a signal (or ends as told by its
+# first argument). A standby that is dismissed ends with status 0.
 NODE = """
 import os, signal, sys, time
 from rt_fusion.core.keeper import Keeper
-Keeper('test', delay_s=float(sys.argv[2]), quick_s=float(sys.argv[3])).serve()
+turn = Keeper(
+    'test', delay_s=float(sys.argv[2]), quick_s=float(sys.argv[3]), standby=sys.argv[4] == '1'
+).serve()
+if not turn.wait():
+    sys.exit(0)
 print('NODE', os.getpid(), flush=True)
 if sys.argv[1] == 'exit2':
     sys.exit(2)
@@ -31,10 +36,28 @@ while True:
 """
 
 
-def _start(mode: str = 'wait', delay_s: float = 0.0, quick_s: float = 0.0) -> Proc:
-    return Proc(
-        [sys.executable, '-c', NODE, mode, str(delay_s), str(quick_s)], ros_env(), 'keeper'
-    )
+def _start(
+    mode: str = 'wait', delay_s: float = 0.0, quick_s: float = 0.0, standby: bool = True
+) -> Proc:
+    argv = [sys.executable, '-c', NODE, mode, str(delay_s), str(quick_s), str(int(standby))]
+    return Proc(argv, ros_env(), 'keeper')
+
+
+def _children(pid: int) -> list[int]:
+    return [int(x) for x in Path(f'/proc/{pid}/task/{pid}/children').read_text().split()]
+
+
+def _comm(pid: int) -> str:
+    return Path(f'/proc/{pid}/comm').read_text().strip()
+
+
+def _wait_for(condition, deadline_s: float = 30.0) -> bool:  # type: ignore[no-untyped-def]
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        if condition():
+            return True
+        time.sleep(0.02)  # paced: polling /proc
+    return False
 
 
 def _node_pid(proc: Proc) -> int:
@@ -56,21 +79,45 @@ def _gone(pid: int, deadline_s: float = 30.0) -> bool:
     return False
 
 
-def test_a_killed_node_is_forked_again_and_a_stop_reaches_it() -> None:
+def test_a_standby_takes_over_from_a_killed_node_and_a_stop_reaches_both() -> None:
     proc = _start()
     try:
         first = _node_pid(proc)
         assert first != proc.popen.pid  # the node is the keeper's child
+        # Beside it, a standby forked in advance, once the node has had its start (the
+        # keeper's standby_after_s, 1 s), named so in ps from its fork, waiting for its turn.
+        assert _wait_for(lambda: len(_children(proc.popen.pid)) == 2), proc.tail()
+        (standby,) = set(_children(proc.popen.pid)) - {first}
+        assert _comm(standby) == 'standby-test'  # never taken for the node
+        first_age, standby_age = linux.process_age_s(first), linux.process_age_s(standby)
+        assert first_age is not None and standby_age is not None
+        assert first_age - standby_age >= 0.9, (first_age, standby_age)
+        os.kill(first, signal.SIGKILL)
+        assert _node_pid(proc) == standby  # the standby's turn came
+        assert _comm(standby) != 'standby-test'
+        assert proc.wait_stderr('killed by SIGKILL', 30), proc.tail()
+        assert proc.wait_stderr(f'warm restart 1 (standby {standby} takes over)', 30)
+        # ... and the keeper forks the next standby.
+        assert _wait_for(lambda: len(_children(proc.popen.pid)) == 2), proc.tail()
+        (spare,) = set(_children(proc.popen.pid)) - {standby}
+        # ros2 launch's SIGINT goes to the keeper; the node and the standby end, then the
+        # keeper ends as its node did.
+        proc.popen.send_signal(signal.SIGINT)
+        assert proc.wait(30) == -signal.SIGINT
+        assert _gone(standby) and _gone(spare)
+    finally:
+        proc.stop()
+
+
+def test_without_a_standby_the_node_is_forked_at_its_death() -> None:
+    proc = _start(standby=False)
+    try:
+        first = _node_pid(proc)
+        assert _children(proc.popen.pid) == [first]
         os.kill(first, signal.SIGKILL)
         second = _node_pid(proc)
         assert second not in (first, proc.popen.pid)
-        assert proc.wait_stderr('killed by SIGKILL', 30), proc.tail()
-        assert proc.wait_stderr('warm restart 1', 30), proc.tail()
-        # ros2 launch's SIGINT goes to the keeper; the node gets it and ends, then the keeper
-        # ends as its node did.
-        proc.popen.send_signal(signal.SIGINT)
-        assert proc.wait(30) == -signal.SIGINT
-        assert _gone(second)
+        assert proc.wait_stderr('warm restart 1 (forked from the imported keeper)', 30)
     finally:
         proc.stop()
 
@@ -94,6 +141,7 @@ def test_a_start_up_error_ends_the_keeper_with_its_status() -> None:
         _node_pid(proc)
         assert proc.wait(60) == 2  # launch sees the node's own status and decides
         assert not any('warm restart' in line for line in proc.stderr)
+        assert not any('NODE' in line for line in proc.lines.queue)  # the standby never ran
     finally:
         proc.stop()
 
@@ -110,13 +158,16 @@ def test_a_crash_loop_is_handed_to_launch() -> None:
         proc.stop()
 
 
-def test_a_killed_keeper_takes_its_node_down() -> None:
+def test_a_killed_keeper_takes_its_node_and_standby_down() -> None:
     proc = _start()
     try:
         node = _node_pid(proc)
+        assert _wait_for(lambda: len(_children(proc.popen.pid)) == 2), proc.tail()
+        (standby,) = set(_children(proc.popen.pid)) - {node}
         proc.popen.kill()
         proc.wait(30)
         assert _gone(node), 'the node outlived its keeper'
+        assert _gone(standby), 'the standby outlived its keeper'
     finally:
         proc.stop()
 
@@ -127,3 +178,43 @@ def test_a_bad_delay_before_a_restart_is_refused_with_its_name(text: str) -> Non
         keeper.delay_from_env({keeper.ENV: text})
     assert keeper.delay_from_env({}) is None
     assert keeper.delay_from_env({keeper.ENV: '0.5'}) == 0.5
+
+
+BOOST = """
+import os, sys, threading
+from rt_fusion.core.keeper import StartBoost
+base = os.getpriority(os.PRIO_PROCESS, 0)
+boost = StartBoost(delta=5)
+print('granted', boost.granted, flush=True)
+nices = {}
+def worker():
+    nices['started meanwhile'] = os.getpriority(os.PRIO_PROCESS, 0)
+    done.wait()
+    nices['after'] = os.getpriority(os.PRIO_PROCESS, 0)
+done = threading.Event()
+t = threading.Thread(target=worker)
+t.start()
+nices['boosted'] = os.getpriority(os.PRIO_PROCESS, 0)
+boost.end()
+done.set()
+t.join()
+nices['main after'] = os.getpriority(os.PRIO_PROCESS, 0)
+print(base, nices['boosted'], nices['started meanwhile'], nices['after'], nices['main after'])
+"""
+
+
+def test_a_restart_boost_lowers_nice_for_every_thread_of_the_start_and_gives_it_back() -> None:
+    proc = Proc([sys.executable, '-c', BOOST], ros_env(), 'boost')
+    try:
+        granted = proc.read_line(30)
+        line = proc.read_line(30)
+        assert proc.wait(30) == 0, proc.tail()
+    finally:
+        proc.stop()
+    assert granted is not None and line is not None, proc.tail()
+    base, boosted, meanwhile, after, main_after = (int(x) for x in line.split())
+    if granted == 'granted False':  # no CAP_SYS_NICE or RLIMIT_NICE here: nothing changed
+        assert boosted == meanwhile == after == main_after == base
+        pytest.skip('lowering nice is not permitted here')
+    assert boosted == max(-20, base - 5) and meanwhile == boosted  # threads inherit it
+    assert after == main_after == base  # end() gave every thread its value back

@@ -10,7 +10,7 @@ import pytest
 from rt_fusion.inference import backend as backends
 from rt_fusion.inference.preprocess import CpuPreprocessor
 from rt_fusion.inference.runner import FrameRunner
-from rt_fusion.inference.spec import load_spec
+from rt_fusion.inference.spec import ModelError, load_spec
 from tests.conftest import ROOT
 
 SPEC = ROOT / 'models' / 'rtf_testnet.yaml'
@@ -45,6 +45,31 @@ def test_the_cpu_runner_gives_the_backend_s_output(encoding: str) -> None:
         runner.release()
     runner.release()  # twice: nothing left to free
     assert runner.model is None
+
+
+def test_a_warm_up_on_its_own_thread_gives_the_same_output_and_reports_its_failure() -> None:
+    frame = _frame()
+    runner = FrameRunner(SPEC, 'onnxruntime', 'cpu', threads=1, warm=False)
+    try:
+        assert runner.model is not None and runner.model.runs == 0  # not warmed yet
+        runner.start_warm_up()  # the fusion node's configure overlaps it with its other work
+        runner.wait_warm()
+        runner.wait_warm()  # once more: nothing to wait for
+        out = runner.run(frame, 'bgr8', lambda: True)
+        np.testing.assert_allclose(out, _reference(frame, 'bgr'), rtol=1e-5, atol=1e-5)
+    finally:
+        runner.release()
+    broken = FrameRunner(SPEC, 'onnxruntime', 'cpu', threads=1, warm=False)
+    assert broken.model is not None
+
+    def fail(warmup: int = 1) -> None:
+        raise RuntimeError('no memory for the arena')
+
+    broken.model.prepare = fail  # type: ignore[method-assign]
+    broken.start_warm_up()
+    with pytest.raises(ModelError, match='warm-up failed: no memory for the arena'):
+        broken.wait_warm()
+    broken.release()
 
 
 def _cuda() -> bool:
