@@ -230,6 +230,12 @@ def main(argv: list[str] | None = None) -> int:
         help='Fast DDS profile of every process: a shipped one (large_frames, vehicle), a file, '
         "or '' (Fast DDS's defaults, which lose frames)",
     )
+    parser.add_argument(
+        '--backend',
+        default='onnxruntime',
+        help="the fusion's detector backend (CPU); none: no detector, the link's test alone (a "
+        'VM too slow for the CPU detector at 10 Hz loses frames to the compute, not the link)',
+    )
     parser.add_argument('--out', type=Path, default=ROOT / 'results' / 'two_hosts')
     parser.add_argument('--probe', nargs=2, metavar=('SECONDS', 'OUT'), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -254,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
         ROOT / 'config' / 'replay.yaml',
         args.out / 'params.yaml',
         conventional=False,
-        backend='onnxruntime',
+        backend=args.backend,
         device='cpu',
         infer_period_s=0.1,
     )
