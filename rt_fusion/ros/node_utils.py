@@ -478,6 +478,11 @@ class DeviceNode(LifecycleNode):
             self._state_machine.destroy_when_not_in_use()
 
 
+#: How much lower a restarted node's nice value is while it starts (:class:`keeper.StartBoost`):
+#: 10, about 10 times a default process's CPU share (chaos on the 2-core VM, 18 kills each:
+#: 18 and 17 active within 1 s; with 5, 15).
+START_BOOST = 10
+
 #: [s] a restarted node keeps its larger CPU share (:class:`keeper.StartBoost`) this long after
 #: it is active: its first outputs (a fusion's first frame, a microphone's first block).
 BOOST_AFTER_ACTIVE_S = 0.5
@@ -631,7 +636,7 @@ def run(
             raise KeyboardInterrupt
         # A restart starts at a larger CPU share, until it is active.
         if turn is not None and turn.restart:
-            boost = keeper.StartBoost()
+            boost = keeper.StartBoost(delta=START_BOOST)
     except KeyboardInterrupt:  # stopped before it ran (a standby, the keeper ending)
         if standby is not None:  # its participant's shared memory goes with it
             with contextlib.suppress(Exception):
