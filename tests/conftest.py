@@ -13,7 +13,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -41,6 +41,29 @@ def shared_file(rel: str) -> Path:
         actual = hashlib.sha256(path.read_bytes()).hexdigest()
         assert actual == expected, f'{rel}: SHA-256 {actual} does not match SHA256SUMS'
     return path
+
+
+def wait_for(condition: Callable[[], bool], deadline_s: float = 60.0) -> bool:
+    """Whether ``condition()`` holds within ``deadline_s`` (polled every 20 ms)."""
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        if condition():
+            return True
+        time.sleep(0.02)  # paced: polling
+    return False
+
+
+def child_pids(pid: int) -> list[int]:
+    """The children of process ``pid`` (from /proc)."""
+    return [int(x) for x in Path(f'/proc/{pid}/task/{pid}/children').read_text().split()]
+
+
+def process_name(pid: int) -> str:
+    """``/proc/<pid>/comm`` ('' once the process is gone)."""
+    try:
+        return Path(f'/proc/{pid}/comm').read_text().strip()
+    except OSError:
+        return ''
 
 
 def ros_env(domain_id: int | None = None) -> dict[str, str]:

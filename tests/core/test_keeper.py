@@ -14,7 +14,7 @@ import pytest
 
 from rt_fusion.core import keeper, linux
 from rt_fusion.core.errors import ParameterError
-from tests.conftest import Proc, ros_env
+from tests.conftest import Proc, child_pids, process_name, ros_env, wait_for
 
 # The node: says its pid once its turn comes, then waits for a signal (or ends as told by its
 # first argument). A standby that is dismissed ends with status 0.
@@ -43,23 +43,6 @@ def _start(
     return Proc(argv, ros_env(), 'keeper')
 
 
-def _children(pid: int) -> list[int]:
-    return [int(x) for x in Path(f'/proc/{pid}/task/{pid}/children').read_text().split()]
-
-
-def _comm(pid: int) -> str:
-    return Path(f'/proc/{pid}/comm').read_text().strip()
-
-
-def _wait_for(condition, deadline_s: float = 30.0) -> bool:  # type: ignore[no-untyped-def]
-    end = time.monotonic() + deadline_s
-    while time.monotonic() < end:
-        if condition():
-            return True
-        time.sleep(0.02)  # paced: polling /proc
-    return False
-
-
 def _node_pid(proc: Proc) -> int:
     line = proc.read_line(60)
     assert line is not None and line.startswith('NODE '), (line, proc.tail())
@@ -86,20 +69,20 @@ def test_a_standby_takes_over_from_a_killed_node_and_a_stop_reaches_both() -> No
         assert first != proc.popen.pid  # the node is the keeper's child
         # Beside it, a standby forked in advance, once the node has had its start (the
         # keeper's standby_after_s, 1 s), named so in ps from its fork, waiting for its turn.
-        assert _wait_for(lambda: len(_children(proc.popen.pid)) == 2), proc.tail()
-        (standby,) = set(_children(proc.popen.pid)) - {first}
-        assert _comm(standby) == 'standby-test'  # never taken for the node
+        assert wait_for(lambda: len(child_pids(proc.popen.pid)) == 2), proc.tail()
+        (standby,) = set(child_pids(proc.popen.pid)) - {first}
+        assert process_name(standby) == 'standby-test'  # never taken for the node
         first_age, standby_age = linux.process_age_s(first), linux.process_age_s(standby)
         assert first_age is not None and standby_age is not None
         assert first_age - standby_age >= 0.9, (first_age, standby_age)
         os.kill(first, signal.SIGKILL)
         assert _node_pid(proc) == standby  # the standby's turn came
-        assert _comm(standby) != 'standby-test'
+        assert process_name(standby) != 'standby-test'
         assert proc.wait_stderr('killed by SIGKILL', 30), proc.tail()
         assert proc.wait_stderr(f'warm restart 1 (standby {standby} takes over)', 30)
         # ... and the keeper forks the next standby.
-        assert _wait_for(lambda: len(_children(proc.popen.pid)) == 2), proc.tail()
-        (spare,) = set(_children(proc.popen.pid)) - {standby}
+        assert wait_for(lambda: len(child_pids(proc.popen.pid)) == 2), proc.tail()
+        (spare,) = set(child_pids(proc.popen.pid)) - {standby}
         # ros2 launch's SIGINT goes to the keeper; the node and the standby end, then the
         # keeper ends as its node did.
         proc.popen.send_signal(signal.SIGINT)
@@ -113,7 +96,7 @@ def test_without_a_standby_the_node_is_forked_at_its_death() -> None:
     proc = _start(standby=False)
     try:
         first = _node_pid(proc)
-        assert _children(proc.popen.pid) == [first]
+        assert child_pids(proc.popen.pid) == [first]
         os.kill(first, signal.SIGKILL)
         second = _node_pid(proc)
         assert second not in (first, proc.popen.pid)
@@ -162,8 +145,8 @@ def test_a_killed_keeper_takes_its_node_and_standby_down() -> None:
     proc = _start()
     try:
         node = _node_pid(proc)
-        assert _wait_for(lambda: len(_children(proc.popen.pid)) == 2), proc.tail()
-        (standby,) = set(_children(proc.popen.pid)) - {node}
+        assert wait_for(lambda: len(child_pids(proc.popen.pid)) == 2), proc.tail()
+        (standby,) = set(child_pids(proc.popen.pid)) - {node}
         proc.popen.kill()
         proc.wait(30)
         assert _gone(node), 'the node outlived its keeper'

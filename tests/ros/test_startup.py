@@ -6,14 +6,12 @@ import os
 import re
 import signal
 import sys
-import time
-from pathlib import Path
 
 import pytest
 
 from rt_fusion.core import keeper, linux
 from rt_fusion.ros import node_utils
-from tests.conftest import ProcGroup
+from tests.conftest import ProcGroup, child_pids, process_name, wait_for
 
 REPORT = re.compile(
     r' \((\d+\.\d+) s after the process started: interpreter and imports (\d+\.\d+), '
@@ -51,27 +49,6 @@ def test_a_restart_reports_its_start_from_its_turn_instead_of_the_imports() -> N
     )
 
 
-def _children(pid: int) -> list[int]:
-    text = Path(f'/proc/{pid}/task/{pid}/children').read_text()
-    return [int(x) for x in text.split()]
-
-
-def _comm(pid: int) -> str:
-    try:
-        return Path(f'/proc/{pid}/comm').read_text().strip()
-    except OSError:
-        return ''
-
-
-def _wait_for(condition, deadline_s: float = 120.0) -> bool:  # type: ignore[no-untyped-def]
-    end = time.monotonic() + deadline_s
-    while time.monotonic() < end:
-        if condition():
-            return True
-        time.sleep(0.05)  # paced: polling /proc
-    return False
-
-
 # Prints FOUND once the ROS graph has a node of the given name (hidden ones included).
 GRAPH_NODES = """
 import sys, time, rclpy
@@ -99,22 +76,22 @@ def test_a_killed_node_is_replaced_by_its_standby_which_comes_back_active(
     )
     assert first, node.tail()
     keeper_pid = node.popen.pid
-    assert _wait_for(lambda: len(_children(keeper_pid)) == 2), node.tail()
-    (standby,) = [p for p in _children(keeper_pid) if _comm(p) == 'standby-planner']
-    (child,) = set(_children(keeper_pid)) - {standby}
+    assert wait_for(lambda: len(child_pids(keeper_pid)) == 2), node.tail()
+    (standby,) = [p for p in child_pids(keeper_pid) if process_name(p) == 'standby-planner']
+    (child,) = set(child_pids(keeper_pid)) - {standby}
     # The standby holds a DDS participant while it waits (a hidden node without endpoints):
     # the others have long discovered it when it takes over.
     lister = procs.spawn([sys.executable, '-c', GRAPH_NODES, node_utils.STANDBY_NODE], 'graph')
     lister.read_until('FOUND', 120)
     # Its DDS files older than the sweep's 1-s guard (files of a participant being created).
-    assert _wait_for(lambda: (linux.process_age_s(child) or 0.0) >= 1.5)
+    assert wait_for(lambda: (linux.process_age_s(child) or 0.0) >= 1.5)
     os.kill(child, signal.SIGKILL)
     assert node.wait_stderr(f'warm restart 1 (standby {standby} takes over)', 60), node.tail()
     assert node.wait_stderr('after it took over: ROS', 120), node.tail()
     # The participant the killed node left in /dev/shm was removed.
     assert node.wait_stderr('Fast DDS shared-memory segments of dead processes', 60), node.tail()
-    assert _comm(standby) != 'standby-planner'  # it is the node now
-    assert _wait_for(lambda: len(_children(keeper_pid)) == 2), node.tail()  # the next standby
+    assert process_name(standby) != 'standby-planner'  # it is the node now
+    assert wait_for(lambda: len(child_pids(keeper_pid)) == 2), node.tail()  # the next standby
     node.popen.send_signal(signal.SIGINT)  # ros2 launch's stop reaches the node and standby
     assert node.wait(60) == 0, node.tail()
 
