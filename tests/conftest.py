@@ -58,14 +58,6 @@ def child_pids(pid: int) -> list[int]:
     return [int(x) for x in Path(f'/proc/{pid}/task/{pid}/children').read_text().split()]
 
 
-def process_name(pid: int) -> str:
-    """``/proc/<pid>/comm`` ('' once the process is gone)."""
-    try:
-        return Path(f'/proc/{pid}/comm').read_text().strip()
-    except OSError:
-        return ''
-
-
 def ros_env(domain_id: int | None = None) -> dict[str, str]:
     """Environment for a child ROS process: its own domain, discovery on localhost only."""
     env = dict(os.environ)

@@ -92,6 +92,14 @@ def set_parent_death_signal(signum: int) -> None:
         raise OSError(ctypes.get_errno(), 'prctl(PR_SET_PDEATHSIG)')
 
 
+def process_name(pid: int | str = 'self') -> str:
+    """A process's name (``/proc/<pid>/comm``, as ``ps`` shows it); '' once it is gone."""
+    try:
+        return Path(f'/proc/{pid}/comm').read_text().strip()
+    except OSError:
+        return ''
+
+
 def set_process_name(name: str) -> None:
     """This thread's name (the process's, for the main thread: ``ps``, ``/proc/<pid>/comm``);
     15 bytes at most."""
@@ -142,7 +150,6 @@ class Turn:
         old = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
         for sig in old:
             signal.signal(sig, stop)
-        name = self.name or Path('/proc/self/comm').read_text().strip()
         try:
             data = os.read(self.fd, 64)
         except KeyboardInterrupt:
@@ -151,7 +158,8 @@ class Turn:
             for sig, handler in old.items():
                 signal.signal(sig, handler)
             os.close(self.fd)
-            set_process_name(name)
+            if self.name:  # a standby: the node's name again
+                set_process_name(self.name)
         if not data:
             return False
         self.restart = int(data.split()[0])
@@ -267,7 +275,7 @@ class Keeper:
                 os._exit(1)
             name = ''
             if standby:
-                name = Path('/proc/self/comm').read_text().strip()
+                name = process_name()
                 set_process_name(STANDBY_PREFIX + self.label)
             return Turn(read_end, self.label, self.on_turn, name)
         os.close(read_end)

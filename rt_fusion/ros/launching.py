@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from rt_fusion.core.errors import RtFusionError
-from rt_fusion.core.keeper import STANDBY_PREFIX
+from rt_fusion.core.keeper import STANDBY_PREFIX, process_name
 
 
 class LaunchUnavailableError(RtFusionError):
@@ -186,7 +186,7 @@ def node_processes(pgid: int) -> dict[str, tuple[int, int]]:
     named: dict[int, tuple[str, int]] = {}  # pid -> (node, parent pid)
     for pid, (argv, parent) in _group_argv_parents(pgid).items():
         name = next((a.split(':=', 1)[1] for a in argv if a.startswith('__node:=')), None)
-        if name and not _comm(pid).startswith(STANDBY_PREFIX):  # a standby is not the node
+        if name and not process_name(pid).startswith(STANDBY_PREFIX):  # a standby is not the node
             named[pid] = (name, parent)
     out: dict[str, tuple[int, int]] = {}
     for pid, (name, parent) in named.items():
@@ -195,13 +195,6 @@ def node_processes(pgid: int) -> dict[str, tuple[int, int]]:
         elif name not in out:
             out[name] = (pid, pid)
     return out
-
-
-def _comm(pid: int) -> str:
-    try:
-        return Path(f'/proc/{pid}/comm').read_text().strip()
-    except OSError:
-        return ''
 
 
 def group_processes(pgid: int) -> list[str]:

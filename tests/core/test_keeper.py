@@ -14,7 +14,7 @@ import pytest
 
 from rt_fusion.core import keeper, linux
 from rt_fusion.core.errors import ParameterError
-from tests.conftest import Proc, child_pids, process_name, ros_env, wait_for
+from tests.conftest import Proc, child_pids, ros_env, wait_for
 
 # The node: says its pid once its turn comes, then waits for a signal (or ends as told by its
 # first argument). A standby that is dismissed ends with status 0.
@@ -71,13 +71,13 @@ def test_a_standby_takes_over_from_a_killed_node_and_a_stop_reaches_both() -> No
         # keeper's standby_after_s, 1 s), named so in ps from its fork, waiting for its turn.
         assert wait_for(lambda: len(child_pids(proc.popen.pid)) == 2), proc.tail()
         (standby,) = set(child_pids(proc.popen.pid)) - {first}
-        assert process_name(standby) == 'standby-test'  # never taken for the node
+        assert keeper.process_name(standby) == 'standby-test'  # never taken for the node
         first_age, standby_age = linux.process_age_s(first), linux.process_age_s(standby)
         assert first_age is not None and standby_age is not None
         assert first_age - standby_age >= 0.9, (first_age, standby_age)
         os.kill(first, signal.SIGKILL)
         assert _node_pid(proc) == standby  # the standby's turn came
-        assert process_name(standby) != 'standby-test'
+        assert keeper.process_name(standby) != 'standby-test'
         assert proc.wait_stderr('killed by SIGKILL', 30), proc.tail()
         assert proc.wait_stderr(f'warm restart 1 (standby {standby} takes over)', 30)
         # ... and the keeper forks the next standby.

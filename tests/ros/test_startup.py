@@ -11,7 +11,7 @@ import pytest
 
 from rt_fusion.core import keeper, linux
 from rt_fusion.ros import node_utils
-from tests.conftest import ProcGroup, child_pids, process_name, wait_for
+from tests.conftest import ProcGroup, child_pids, wait_for
 
 REPORT = re.compile(
     r' \((\d+\.\d+) s after the process started: interpreter and imports (\d+\.\d+), '
@@ -77,7 +77,7 @@ def test_a_killed_node_is_replaced_by_its_standby_which_comes_back_active(
     assert first, node.tail()
     keeper_pid = node.popen.pid
     assert wait_for(lambda: len(child_pids(keeper_pid)) == 2), node.tail()
-    (standby,) = [p for p in child_pids(keeper_pid) if process_name(p) == 'standby-planner']
+    (standby,) = [p for p in child_pids(keeper_pid) if keeper.process_name(p) == 'standby-planner']
     (child,) = set(child_pids(keeper_pid)) - {standby}
     # The standby holds a DDS participant while it waits (a hidden node without endpoints):
     # the others have long discovered it when it takes over.
@@ -90,7 +90,7 @@ def test_a_killed_node_is_replaced_by_its_standby_which_comes_back_active(
     assert node.wait_stderr('after it took over: ROS', 120), node.tail()
     # The participant the killed node left in /dev/shm was removed.
     assert node.wait_stderr('Fast DDS shared-memory segments of dead processes', 60), node.tail()
-    assert process_name(standby) != 'standby-planner'  # it is the node now
+    assert keeper.process_name(standby) != 'standby-planner'  # it is the node now
     assert wait_for(lambda: len(child_pids(keeper_pid)) == 2), node.tail()  # the next standby
     node.popen.send_signal(signal.SIGINT)  # ros2 launch's stop reaches the node and standby
     assert node.wait(60) == 0, node.tail()
