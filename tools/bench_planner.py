@@ -2,9 +2,11 @@
 """Benchmark: planner solve time, and the 100 Hz planning loop under SCHED_FIFO vs SCHED_OTHER.
 
 1. Solve time: 1,000 seeded traffic scenes with 20 obstacles each, 500 candidates (10 offsets ×
-   10 speeds × 5 horizons), pinned to one CPU; against the same scenes solved by brute force
-   (every candidate turned into x/y and its bounding circle checked against every obstacle's at
-   every step with one numpy expression, then the cheapest collision-free one) in the same run.
+   10 speeds × 5 horizons), pinned to one CPU, by the planner as the node runs it (compiled by
+   numba where it is installed) and by its numpy form; against the same scenes solved by brute
+   force (every candidate turned into x/y and its bounding circle checked against every
+   obstacle's at every step with one numpy expression, then the cheapest collision-free one) in
+   the same run.
 2. The planning loop as trajectory_node runs it: 100 Hz, moving traffic, each mode in its own
    process pinned to the last CPU — SCHED_FIFO + mlockall + pre-faulting + frozen GC, then plain
    SCHED_OTHER — while a load generator keeps the other CPUs busy (``--load both`` adds a hog on
@@ -43,8 +45,8 @@ ROOT = Path(__file__).resolve().parents[1]
 CAR = (4.5, 1.9)
 
 
-def make_planner() -> frenet.FrenetPlanner:
-    return frenet.FrenetPlanner(ReferencePath(np.array([[0.0, 0.0], [800.0, 0.0]])))
+def make_planner(jit: bool | None = None) -> frenet.FrenetPlanner:
+    return frenet.FrenetPlanner(ReferencePath(np.array([[0.0, 0.0], [800.0, 0.0]])), jit=jit)
 
 
 def traffic(rng: np.random.Generator, n: int = 20) -> tuple[float, list[frenet.Obstacle]]:
@@ -95,28 +97,39 @@ def brute_force(
 
 
 def bench_solve(n: int, n_brute: int, seed: int, cpu: int) -> dict[str, Any]:
+    """The same scenes solved by the planner as the nodes run it (compiled by numba where it is
+    installed: ``frenet.COMPILED``), by its numpy form, and (the first ``n_brute``) by brute
+    force."""
     os.sched_setaffinity(0, {cpu})
     rng = np.random.default_rng(seed)
     scenes = [traffic(rng) for _ in range(n)]
-    planner = make_planner()
-    for v0, obs in scenes[:20]:  # warm
-        planner.previous = None
-        planner.plan(frenet.FrenetState(0, v0, 0, 0, 0, 0), obs)
-    solve, checks, statuses = [], [], [0, 0, 0]
+    kind = frenet.warm_up()  # numba's import and cache before the clock runs
+    planners = {kind: make_planner(jit=kind == 'numba')}
+    if kind == 'numba':
+        planners['numpy'] = make_planner(jit=False)
+    for planner in planners.values():
+        for v0, obs in scenes[:20]:  # warm
+            planner.previous = None
+            planner.plan(frenet.FrenetState(0, v0, 0, 0, 0, 0), obs)
+    solve: dict[str, list[int]] = {name: [] for name in planners}
+    checks, statuses = [], [0, 0, 0]
     from rich.progress import Progress  # noqa: PLC0415
 
     with Progress(transient=True) as progress:
-        task = progress.add_task(f'{n} solves', total=n + n_brute)
-        for v0, obs in scenes:
-            planner.previous = None
-            start = frenet.FrenetState(0, v0, 0, 0, 0, 0)
-            t0 = time.perf_counter_ns()
-            traj = planner.plan(start, obs)
-            solve.append(time.perf_counter_ns() - t0)
-            checks.append(traj.collision_checks)
-            statuses[traj.status] += 1
-            progress.advance(task)
+        task = progress.add_task(f'{n} solves', total=n * len(planners) + n_brute)
+        for name, planner in planners.items():
+            for v0, obs in scenes:
+                planner.previous = None
+                start = frenet.FrenetState(0, v0, 0, 0, 0, 0)
+                t0 = time.perf_counter_ns()
+                traj = planner.plan(start, obs)
+                solve[name].append(time.perf_counter_ns() - t0)
+                if name == kind:
+                    checks.append(traj.collision_checks)
+                    statuses[traj.status] += 1
+                progress.advance(task)
         brute = []
+        planner = planners[kind]
         for v0, obs in scenes[:n_brute]:
             start = frenet.FrenetState(0, v0, 0, 0, 0, 0)
             t0 = time.perf_counter_ns()
@@ -124,7 +137,9 @@ def bench_solve(n: int, n_brute: int, seed: int, cpu: int) -> dict[str, Any]:
             brute.append(time.perf_counter_ns() - t0)
             progress.advance(task)
     return {
-        'solve_ns': solve,
+        'kind': kind,
+        'solve_ns': solve[kind],
+        'numpy_ns': solve['numpy'],
         'brute_ns': brute,
         'checks': checks,
         'statuses': statuses,
@@ -380,10 +395,14 @@ def main(argv: list[str] | None = None) -> int:
     loops = run_loops(args, cpu)
     s = summarize_ns(solve['solve_ns'])
     b = summarize_ns(solve['brute_ns'])
+    npy = summarize_ns(solve['numpy_ns'])
+    rows = {'brute-force numpy': b, 'rt_fusion Frenet, numpy': npy}
+    if solve['kind'] == 'numba':
+        rows['rt_fusion Frenet, numba'] = s
     report.console.print(
         report.latency_table(
             f'planner solve, {solve["candidates"]} candidates × 20 obstacles, CPU {cpu}',
-            {'brute-force numpy': b, 'rt_fusion Frenet': s},
+            rows,
             baseline='brute-force numpy',
         )
     )
@@ -421,7 +440,9 @@ def main(argv: list[str] | None = None) -> int:
     report.write_json(
         args.out / 'planner.json',
         {
+            'planner': solve['kind'],
             'solve': s,
+            'solve_numpy': npy,
             'brute_force': b,
             'statuses': st,
             'loops': {m: {k: v for k, v in r.items() if k != 'late_ns'} for m, r in loops.items()},
@@ -434,6 +455,8 @@ def main(argv: list[str] | None = None) -> int:
     report.result_line(
         solve_p50_ms=s.p50_us / 1e3,
         solve_p99_ms=s.p99_us / 1e3,
+        planner=solve['kind'],
+        solve_numpy_p99_ms=npy.p99_us / 1e3,
         late_p99_us_fifo=fifo['late']['p99_us'],
         late_p99_us_other=other['late']['p99_us'],
         misses=fifo['misses'],

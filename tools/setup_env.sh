@@ -71,11 +71,14 @@ for ep in md.distribution('rt_fusion').entry_points:
 PY
 }
 
-# The tracker's numba kernels compiled into their on-disk cache once here, so that no test or
-# node start pays it (about 10 s on two cores; a second or less when the cache is current).
+# The tracker's and the planner's numba kernels compiled into their on-disk cache once here, so
+# that no test or node start pays it (about 10 and 20 s on two cores; a second or less when the
+# cache is current).
 warm_kernels() {
-  "$VENV/bin/python" -c 'from rt_fusion.core.perception import tracker; tracker.warm_up()' \
-    || die "the tracker's kernels did not compile: $VENV/bin/python -c 'from rt_fusion.core.perception import tracker; tracker.warm_up()'"
+  local code='from rt_fusion.core.perception import tracker; tracker.warm_up()
+from rt_fusion.core.planning import frenet; frenet.warm_up()'
+  "$VENV/bin/python" -c "$code" \
+    || die "the tracker's or the planner's kernels did not compile: $VENV/bin/python -c '$code'"
 }
 
 # rt_fusion is installed editable, so nothing byte-compiles it, and where the environment sets

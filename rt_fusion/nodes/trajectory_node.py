@@ -137,6 +137,9 @@ class TrajectoryNode(node_utils.DeviceNode):
             path = ReferencePath(np.column_stack((p.waypoints_x, p.waypoints_y)))
         except PathError as err:
             raise ParameterError('waypoints_x', p.waypoints_x, str(err)) from err
+        # The planner is compiled by numba (frenet_jit) where it is installed, loaded once the
+        # node is up (activate); it plans with its numpy form, the same trajectories, until then.
+        frenet.COMPILED.defer()
         self.planner = frenet.FrenetPlanner(path, self.planner_params)
         reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
         self.traj_pub = self.create_lifecycle_publisher(Trajectory, '~/out/trajectory', reliable)
@@ -187,6 +190,9 @@ class TrajectoryNode(node_utils.DeviceNode):
         # modules are imported once the node is up (a thread at SCHED_OTHER), not on the
         # route's arrival nor before the node is back.
         realtime.import_in_background(('scipy.interpolate', 'scipy.spatial'))
+        frenet.COMPILED.load_in_background(
+            frenet.warm_up, lambda work: realtime.start_in_background('numba-planner', work)
+        )
         self._prefault_timer = self.create_timer(0.0, self._prefault)
         if self.params.clock == 'wall':
             self.timer = self.create_timer(1.0 / self.params.replan_hz, self._on_tick)
@@ -424,6 +430,7 @@ class TrajectoryNode(node_utils.DeviceNode):
             if self.last_status >= 0
             else '',
             'iterations': m['iterations'],
+            'planner': self.planner.kind,
             'yielding_to_emergency': self.emergency.yielding,
             'emergency_episodes': self.emergency.episodes,
             'overruns': overruns,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -63,6 +64,8 @@ def test_planner_under_sched_fifo_drives_a_vehicle_around_a_stopped_car(procs: P
     assert values['policy'] == 'SCHED_FIFO'
     assert values['memory_locked'] == 'True'
     assert int(values['iterations']) > 20
+    # The compiled planner, loaded once the node was up (numpy planned until then).
+    assert values['planner'] == ('numba' if importlib.util.find_spec('numba') else 'numpy')
 
 
 def test_bad_waypoints_fail_start_up_with_their_name(procs: ProcGroup) -> None:

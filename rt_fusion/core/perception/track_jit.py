@@ -9,12 +9,10 @@ the Kalman gain). Compiled on first use and cached beside this file.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from typing import Any, TypeVar, cast
 
-import numba
 import numpy as np
 
+from rt_fusion.core.compiled import njit
 from rt_fusion.core.perception.track_kernels import (
     BOOL,
     BORN,
@@ -50,15 +48,8 @@ from rt_fusion.core.perception.track_kernels import (
     X,
 )
 
-_F = TypeVar('_F', bound=Callable[..., Any])
 
-
-def jit(fn: _F) -> _F:
-    """numba's njit, cached on disk, typed for mypy."""
-    return cast(_F, numba.njit(cache=True, nogil=True)(fn))
-
-
-@jit
+@njit
 def predict_loop(f: F64, i: I64, stamp_ns: int, q: float) -> None:
     """:func:`.track_kernels.predict_np` as a loop (P' = F P Fᵀ + Q by 2×2 blocks)."""
     o = np.empty((4, 4))
@@ -83,7 +74,7 @@ def predict_loop(f: F64, i: I64, stamp_ns: int, q: float) -> None:
                 f[n, P + 4 * (2 + r) + 2 + c] = o[2 + r, 2 + c] + (q * (t**2) if r == c else 0.0)
 
 
-@jit
+@njit
 def gated_cost_loop(f: F64, d: F64, gate: float, speed_gate2: float) -> F64:
     """:func:`.track_kernels.gated_cost_np` as a loop."""
     n, m = f.shape[0], d.shape[0]
@@ -113,7 +104,7 @@ def gated_cost_loop(f: F64, d: F64, gate: float, speed_gate2: float) -> F64:
     return out
 
 
-@jit
+@njit
 def split_loop(gated: F64) -> tuple[I64, I64, I64, I64, F64]:
     """:func:`.track_kernels.split_np` as a loop."""
     n, m = gated.shape
@@ -147,7 +138,7 @@ def split_loop(gated: F64) -> tuple[I64, I64, I64, I64, F64]:
     return rows[:k], cols[:k], rival_rows, rival_cols, sub
 
 
-@jit
+@njit
 def join_loop(
     rows: I64, cols: I64, rival_rows: I64, rival_cols: I64, r: I64, c: I64, sub: F64
 ) -> tuple[I64, I64]:
@@ -166,7 +157,7 @@ def join_loop(
     return all_rows[:k][order], all_cols[:k][order]
 
 
-@jit
+@njit
 def _solve(a: F64, out: F64, k: int) -> None:
     """Solves A X = B in place for the leading k×k of ``a`` and k×4 of ``out`` (B in, X out):
     Gaussian elimination with partial pivoting, as LAPACK's gesv. ``a`` is destroyed."""
@@ -194,7 +185,7 @@ def _solve(a: F64, out: F64, k: int) -> None:
             out[col, c] /= a[col, col]
 
 
-@jit
+@njit
 def _update(f: F64, i: I64, rows: I64, cols: I64, d: F64) -> None:
     """:func:`.track_kernels._update_np` as a loop (H = I or [I 0]; S = H P Hᵀ + R; the
     gain's transpose Kᵀ = S⁻¹ H P solved in place; x += K (z - H x); P -= K H P,
@@ -254,7 +245,7 @@ def _update(f: F64, i: I64, rows: I64, cols: I64, d: F64) -> None:
                 f[t, SIZE + c] = v
 
 
-@jit
+@njit
 def update_life_loop(
     f: F64,
     i: I64,
@@ -331,7 +322,7 @@ def update_life_loop(
     return remove, free
 
 
-@jit
+@njit
 def birth_loop(
     f: F64, i: I64, c: BOOL, d: F64, idx: I64, stamp_ns: int, next_id: int, velocity_var: float
 ) -> tuple[F64, I64, BOOL]:
@@ -370,7 +361,7 @@ def birth_loop(
     return nf, ni, nc
 
 
-@jit
+@njit
 def revive_loop(
     lost_f: F64,
     lost_i: I64,
@@ -433,7 +424,7 @@ def revive_loop(
         handed += 1
 
 
-@jit
+@njit
 def consensus_loop(vx_rel: F64, width: float) -> tuple[float, int]:
     """:func:`.track_kernels.consensus_np` as a loop (two pointers over the sorted votes)."""
     votes = np.empty(vx_rel.shape[0])

@@ -24,15 +24,14 @@ arrays). A scan's detections are one block too (``D*`` columns).
 
 from __future__ import annotations
 
-import functools
 import math
-import os
-import threading
 from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
+
+from rt_fusion.core.compiled import CompiledSet
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
@@ -402,13 +401,10 @@ NUMPY = Kernels(
 )
 
 
-@functools.cache
-def _compiled() -> Kernels | None:
-    """The loops of :mod:`track_jit` (numba), or None where numba is not installed."""
-    try:
-        from rt_fusion.core.perception import track_jit as j  # noqa: PLC0415 (optional, slow)
-    except ImportError:
-        return None
+def _load() -> Kernels:
+    """The loops of :mod:`track_jit` (numba); ImportError where numba is not installed."""
+    from rt_fusion.core.perception import track_jit as j  # noqa: PLC0415 (optional, slow)
+
     return Kernels(
         'numba',
         j.predict_loop,
@@ -422,68 +418,37 @@ def _compiled() -> Kernels | None:
     )
 
 
-# The compiled set loading on a thread (load_in_background), or deferred until then (defer):
-# numpy serves until it is warm.
-_loading = threading.Event()
-_deferred = threading.Event()
-_load_failed: list[BaseException] = []
-
-
-def _wanted(jit: bool | None) -> bool:
-    return os.environ.get('RT_FUSION_JIT', '1') != '0' if jit is None else jit
+#: The compiled set, loaded on first use, or in the background (:mod:`rt_fusion.core.compiled`).
+COMPILED: CompiledSet[Kernels] = CompiledSet(_load)
 
 
 def kernels(jit: bool | None = None) -> Kernels:
     """The numba set when ``jit`` (None: unless ``RT_FUSION_JIT=0``) and numba is installed,
     else the numpy set (also while the numba set loads in the background, or if that failed)."""
-    if not _wanted(jit) or _loading.is_set() or _deferred.is_set() or _load_failed:
-        return NUMPY
-    return _compiled() or NUMPY
+    return COMPILED.get(jit) or NUMPY
 
 
 def defer() -> None:
-    """Until :func:`load_in_background` has run, :func:`kernels` gives the numpy set: a node
-    builds its trackers while starting and loads the compiled set once it is up (without this,
-    the first tracker would import numba there and then, and compile on its first scan)."""
-    if _wanted(None) and not _compiled.cache_info().currsize:
-        _deferred.set()
+    """Until :func:`load_in_background` has run, :func:`kernels` gives the numpy set
+    (:meth:`CompiledSet.defer`)."""
+    COMPILED.defer()
 
 
 def loading() -> bool:
     """True while :func:`load_in_background` is at work."""
-    return _loading.is_set()
+    return COMPILED.loading()
 
 
 def pending() -> bool:
     """True while :func:`kernels` gives the numpy set only for now (deferred or loading): a
     tracker made meanwhile asks again at its next step, and stops asking once this is False."""
-    return _loading.is_set() or _deferred.is_set()
+    return COMPILED.pending()
 
 
 def load_in_background(
     warm: Callable[[Kernels], object],
     start: Callable[[Callable[[], None]], object],
 ) -> bool:
-    """Loads the compiled set (numba's import, its cache or a compilation) and calls ``warm``
-    with it, off the caller's thread: ``start`` runs the given work on a thread (a node's
-    ``realtime.start_in_background``). Until it is done
-    :func:`kernels` gives the numpy set. False (nothing started) where numba is not wanted,
-    already loaded, or being loaded."""
-    if not _wanted(None) or _compiled.cache_info().currsize or _loading.is_set():
-        _deferred.clear()  # nothing to wait for (loaded, loading, or not wanted)
-        return False
-    _loading.set()  # before the deferral ends: kernels() never imports numba in between
-    _deferred.clear()
-
-    def run() -> None:
-        try:
-            compiled = _compiled()
-            if compiled is not None:
-                warm(compiled)
-        except BaseException as err:  # noqa: BLE001 (numpy keeps serving; the error is kept)
-            _load_failed.append(err)
-        finally:
-            _loading.clear()
-
-    start(run)
-    return True
+    """Loads the compiled set and calls ``warm`` with it, off the caller's thread
+    (:meth:`CompiledSet.load_in_background`)."""
+    return COMPILED.load_in_background(warm, start)

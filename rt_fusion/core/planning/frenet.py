@@ -18,6 +18,10 @@ The search is ordered so that the expensive part runs on few candidates:
 3. the winner is checked exactly in Cartesian space (vehicle and obstacles as circles), and
    replaced by the next one if that check fails.
 
+The numpy form below is the reference. Where numba is installed the planner runs the same steps
+as one compiled loop (:mod:`.frenet_jit`, :data:`COMPILED`): the same trajectories, without the
+~300 array operations of a few µs each that are most of a numpy plan's time.
+
 When nothing is feasible: a comfortable stop (``comfort_decel``), and an emergency stop
 (``max_decel``) as the last resort; the result says which. Planning always starts from the
 state of the previous trajectory at the current time when the vehicle follows it, so the plan
@@ -28,11 +32,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import numpy.typing as npt
 
+from rt_fusion.core.compiled import CompiledSet
 from rt_fusion.core.errors import ParameterError
 from rt_fusion.core.params import param
 from rt_fusion.core.planning.reference import ReferencePath
@@ -50,6 +55,38 @@ STATUS_OK = 0
 STATUS_COMFORT_STOP = 1
 STATUS_EMERGENCY_STOP = 2
 STATUS_NAMES = ('ok', 'comfort_stop', 'emergency_stop')
+
+# The compiled planner's arrays (frenet_jit.plan_loop): an obstacle's columns, ...
+O_X, O_Y, O_YAW, O_LENGTH, O_WIDTH, O_VX, O_VY, O_YAW_RATE, O_STD, O_GROWTH = range(10)
+# ... a trajectory's rows, ...
+T_S, T_S_D, T_S_DD, T_D, T_D_D, T_D_DD, T_X, T_Y, T_YAW, T_V, T_A, T_KAPPA = range(12)
+# ... and the parameters it reads, in one vector (FrenetPlanner._param_vector).
+(
+    P_W_JERK_LAT,
+    P_W_JERK_LON,
+    P_W_OFFSET,
+    P_W_SPEED,
+    P_W_TIME,
+    P_W_PROXIMITY,
+    P_W_CONSISTENCY,
+    P_PREFERRED,
+    P_DESIRED_SPEED,
+    P_MAX_SPEED,
+    P_MAX_ACCEL,
+    P_MAX_JERK,
+    P_MAX_CURVATURE,
+    P_MAX_LAT_ACCEL,
+    P_ROAD_LEFT,
+    P_ROAD_RIGHT,
+    P_TIME_GAP,
+    P_PROXIMITY_RANGE,
+    P_COMFORT_DECEL,
+    P_MAX_DECEL,
+    P_SAFETY_MARGIN,
+    P_VEHICLE_LENGTH,
+    P_VEHICLE_WIDTH,
+    P_EGO_R,
+) = range(24)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -161,20 +198,41 @@ def corridor(o: Obstacle, horizon: float) -> Obstacle:
     )
 
 
-def predict(obstacles: Sequence[Obstacle], t: F64) -> tuple[F64, F64, F64]:
-    """(x, y, yaw) of each obstacle at times ``t``: constant turn rate and velocity, (O, K)."""
-    if not obstacles:
+def columns(obstacles: Sequence[Obstacle], growth: float = 0.0) -> F64:
+    """The obstacles as one (O, 10) array of O_* columns; ``growth``: the uncertainty growth of
+    those that have none of their own."""
+    return np.array(
+        [
+            (
+                o.x,
+                o.y,
+                o.yaw,
+                o.length,
+                o.width,
+                o.vx,
+                o.vy,
+                o.yaw_rate,
+                o.std,
+                growth if o.growth is None else o.growth,
+            )
+            for o in obstacles
+        ],
+        np.float64,
+    ).reshape(-1, 10)
+
+
+def predict(obstacles: Sequence[Obstacle] | F64, t: F64) -> tuple[F64, F64, F64]:
+    """(x, y, yaw) of each obstacle (or rows of :func:`columns`) at times ``t``: constant turn
+    rate and velocity, (O, K)."""
+    obs = obstacles if isinstance(obstacles, np.ndarray) else columns(obstacles)
+    if not obs.shape[0]:
         z = np.zeros((0, t.size))
         return z, z, z
-    x0 = np.array([o.x for o in obstacles])[:, None]
-    y0 = np.array([o.y for o in obstacles])[:, None]
-    vx = np.array([o.vx for o in obstacles])[:, None]
-    vy = np.array([o.vy for o in obstacles])[:, None]
-    w = np.array([o.yaw_rate for o in obstacles])[:, None]
-    yaw0 = np.array([o.yaw for o in obstacles])[:, None]
+    x0, y0, yaw0 = obs[:, O_X, None], obs[:, O_Y, None], obs[:, O_YAW, None]
+    vx, vy, w = obs[:, O_VX, None], obs[:, O_VY, None], obs[:, O_YAW_RATE, None]
     tt = t[None, :]
     if not np.any(np.abs(w) > 1e-4):  # constant velocity: the common case, and cheap
-        return x0 + vx * tt, y0 + vy * tt, np.broadcast_to(yaw0, (len(obstacles), t.size))
+        return x0 + vx * tt, y0 + vy * tt, np.broadcast_to(yaw0, (obs.shape[0], t.size))
     turning = np.abs(w) > 1e-4
     wsafe = np.where(turning, w, 1.0)
     # Rotate the velocity vector at rate w: integral of R(w t) v.
@@ -342,6 +400,36 @@ def _evaluate(c: F64, horizons: F64, t: F64) -> tuple[F64, F64, F64, F64]:
     return pos, vel, np.where(after, 0.0, acc), np.where(after, 0.0, jerk)
 
 
+PlanLoop = Callable[..., tuple[int, int, float, int]]
+
+
+def _load() -> PlanLoop:
+    """frenet_jit.plan_loop; ImportError where numba is not installed."""
+    from rt_fusion.core.planning import frenet_jit  # noqa: PLC0415 (optional, slow)
+
+    return frenet_jit.plan_loop
+
+
+#: The compiled planner, loaded on first use, or in the background (:mod:`..compiled`).
+COMPILED: CompiledSet[PlanLoop] = CompiledSet(_load)
+
+
+def warm_up(loop: PlanLoop | None = None) -> str:
+    """Plans a scene with turning traffic, a crossing pedestrian and no way through on the
+    compiled loop (``loop``; None: :data:`COMPILED` loaded here), so that every path of it is
+    compiled or loaded from numba's cache; returns the planner's kind ('numba' or 'numpy')."""
+    loop = loop or COMPILED.compiled()
+    if loop is None:
+        return 'numpy'
+    planner = FrenetPlanner(ReferencePath.straight(200.0), jit=True)
+    planner._plan_compiled(loop, FrenetState(0.0, 10.0, 0.0, 0.0, 0.0, 0.0), [])
+    wall = [Obstacle(12.0, d, 0.0, 1.0, 1.0) for d in (-3.5, 0.0, 3.5)]
+    planner._plan_compiled(loop, FrenetState(0.0, 10.0, 0.0, 0.0, 0.0, 0.0), wall)
+    turning = [Obstacle(40.0, 0.2, 0.0, 4.5, 1.9, vx=5.0, yaw_rate=0.1)]
+    planner._plan_compiled(loop, FrenetState(0.0, 10.0, 0.0, 0.0, 0.0, 0.0), turning)
+    return 'numba'
+
+
 class FrenetPlanner:
     """The planner (see the module docstring). Build once; call :meth:`plan` every cycle.
 
@@ -354,9 +442,12 @@ class FrenetPlanner:
     bit, an AND of a few 64-bit words per candidate.
     """
 
-    def __init__(self, path: ReferencePath, params: PlannerParams | None = None) -> None:
+    def __init__(
+        self, path: ReferencePath, params: PlannerParams | None = None, jit: bool | None = None
+    ) -> None:
         self.path = path
         self.p = p = params or PlannerParams()
+        self._jit = jit  # compiled (frenet_jit) when True, numpy when False; None: COMPILED.get
         self.t = np.arange(0.0, p.horizon + 1e-9, p.dt)
         offs, hors, spds = np.array(p.offsets), np.array(p.horizons), np.array(p.speeds)
         n_t = hors.size
@@ -390,6 +481,47 @@ class FrenetPlanner:
         self._key_steps = (key, lo, lo + 1, (pos - lo)[None, :])
         self._lat_basis = _basis(self.lat_t, self.t)
         self._lon_basis = _basis(self.lon_t, self.t)
+        self._no_line, self._no_keys = np.zeros(0), np.zeros((0, self._key_steps[0].size))
+        self._pv = (self.p, self._param_vector())  # for the p it was made of (p may be replaced)
+
+    @property
+    def kind(self) -> str:
+        """How plans run now: 'numba' (compiled, frenet_jit) or 'numpy'."""
+        return 'numpy' if COMPILED.get(self._jit) is None else 'numba'
+
+    def _param_vector(self) -> F64:
+        """The parameters frenet_jit.plan_loop reads, at their P_* indices."""
+        p = self.p
+        values = {
+            P_W_JERK_LAT: p.w_jerk_lat,
+            P_W_JERK_LON: p.w_jerk_lon,
+            P_W_OFFSET: p.w_offset,
+            P_W_SPEED: p.w_speed,
+            P_W_TIME: p.w_time,
+            P_W_PROXIMITY: p.w_proximity,
+            P_W_CONSISTENCY: p.w_consistency,
+            P_PREFERRED: p.preferred_offset,
+            P_DESIRED_SPEED: p.desired_speed,
+            P_MAX_SPEED: p.max_speed,
+            P_MAX_ACCEL: p.max_accel,
+            P_MAX_JERK: p.max_jerk,
+            P_MAX_CURVATURE: p.max_curvature,
+            P_MAX_LAT_ACCEL: p.max_lateral_accel,
+            P_ROAD_LEFT: p.road_left,
+            P_ROAD_RIGHT: p.road_right,
+            P_TIME_GAP: p.time_gap,
+            P_PROXIMITY_RANGE: p.proximity_range,
+            P_COMFORT_DECEL: p.comfort_decel,
+            P_MAX_DECEL: p.max_decel,
+            P_SAFETY_MARGIN: p.safety_margin,
+            P_VEHICLE_LENGTH: p.vehicle_length,
+            P_VEHICLE_WIDTH: p.vehicle_width,
+            P_EGO_R: self.ego_r,
+        }
+        pv = np.empty(len(values))
+        for index, value in values.items():
+            pv[index] = value
+        return pv
 
     # -- start state -----------------------------------------------------------------------------
 
@@ -443,6 +575,9 @@ class FrenetPlanner:
         if any(o.yield_to for o in obstacles):
             obstacles = [corridor(o, p.horizon) if o.yield_to else o for o in obstacles]
         obstacles = list(obstacles)  # one object per plan: the circle cache is keyed on it
+        loop = COMPILED.get(self._jit)
+        if loop is not None:
+            return self._plan_compiled(loop, start, obstacles)
         self._circle_cache = None
         lat = _quintic(start.d, start.d_d, start.d_dd, self.lat_d, self.lat_t)
         lon = _quartic(start.s, start.s_d, start.s_dd, self.lon_v, self.lon_t)
@@ -518,6 +653,85 @@ class FrenetPlanner:
         best_traj.candidates, best_traj.collision_checks = self.n, checks
         self.previous = best_traj
         return best_traj
+
+    def _plan_compiled(
+        self, loop: PlanLoop, start: FrenetState, obstacles: list[Obstacle]
+    ) -> Trajectory:
+        """:meth:`plan` by the compiled loop (``frenet_jit.plan_loop``): the same trajectory."""
+        p, t, path = self.p, self.t, self.path
+        key, lo, hi, frac = self._key_steps
+        obs = columns(obstacles, p.uncertainty_growth)
+        line = path.line
+        if line is None or not obs.shape[0]:  # a curved path: its KD-tree, here
+            kx, ky, _ = predict(obs, t[key])
+            ks, kd = path.project(kx.ravel(), ky.ravel())
+            ks, kd = ks.reshape(obs.shape[0], key.size), kd.reshape(obs.shape[0], key.size)
+            line_array = self._no_line
+        else:  # a straight one: in the loop
+            ks = kd = self._no_keys
+            line_array = np.array(line)
+        if self._pv[0] is not p:  # the node sets planner.p (emergency.goal): its weights and goals
+            self._pv = (p, self._param_vector())
+        prev = self.previous
+        prev_offset = (
+            prev.target_offset if prev is not None and prev.status == STATUS_OK else math.nan
+        )
+        tr = np.empty((12, t.size))
+        status, best, cost, checks = loop(
+            np.array([start.s, start.s_d, start.s_dd, start.d, start.d_d, start.d_dd]),
+            prev_offset,
+            self._pv[1],
+            t,
+            self.lat_d,
+            self.lat_t,
+            self.lon_v,
+            self.lon_t,
+            self.li,
+            self.mi,
+            self.cand_d,
+            self.cand_v,
+            self.cand_t,
+            self.ego_circle_offsets,
+            obs,
+            line_array,
+            key,
+            ks,
+            kd,
+            lo,
+            hi,
+            frac[0],
+            path.s,
+            path.x,
+            path.y,
+            path.yaw,
+            tr,
+        )
+        offset, speed = (
+            (float(self.cand_d[best]), float(self.cand_v[best])) if best >= 0 else (start.d, 0.0)
+        )
+        traj = Trajectory(
+            t.copy(),
+            tr[T_S],
+            tr[T_S_D],
+            tr[T_S_DD],
+            tr[T_D],
+            tr[T_D_D],
+            tr[T_D_DD],
+            tr[T_X],
+            tr[T_Y],
+            tr[T_YAW],
+            tr[T_V],
+            tr[T_A],
+            tr[T_KAPPA],
+            status,
+            cost,
+            offset,
+            speed,
+            self.n,
+            checks,
+        )
+        self.previous = traj
+        return traj
 
     def _proximity(
         self, s: F64, s_d: F64, d: F64, obs: tuple[F64, ...]

@@ -108,12 +108,21 @@ class ReferencePath:
         x, y, yaw, _ = self.at(s)
         return x - d * np.sin(yaw), y + d * np.cos(yaw), yaw
 
+    @property
+    def line(self) -> tuple[float, float, float, float] | None:
+        """A straight path's start and direction (x0, y0, cos, sin): :meth:`project` is then
+        closed-form, (x - x0, y - y0) along and across it; None for a curved path."""
+        if self._tree is not None:
+            return None
+        return (float(self.x[0]), float(self.y[0]), math.cos(self.yaw[0]), math.sin(self.yaw[0]))
+
     def project(self, x: F64, y: F64) -> tuple[F64, F64]:
         """Cartesian points -> Frenet (s, d), by the nearest table point refined on its tangent."""
         px, py = np.atleast_1d(np.asarray(x, np.float64)), np.atleast_1d(np.asarray(y, np.float64))
-        if self._tree is None:  # a straight line: along and across it from its start
-            c, s = math.cos(self.yaw[0]), math.sin(self.yaw[0])
-            ex, ey = px - self.x[0], py - self.y[0]
+        line = self.line
+        if line is not None:  # a straight line: along and across it from its start
+            x0, y0, c, s = line
+            ex, ey = px - x0, py - y0
             return ex * c + ey * s, -ex * s + ey * c
         _, i = self._tree.query(np.column_stack((px, py)))
         c, s = np.cos(self.yaw[i]), np.sin(self.yaw[i])
