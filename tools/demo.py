@@ -194,13 +194,14 @@ class Probe:
 
     def accounted(self) -> bool:
         """Whether the fusion node's ledger accounts for every committed frame (nothing in
-        flight any more)."""
+        flight any more), and this probe has seen every frame the ledger has: on a loaded
+        machine its descriptors lag the fusion node's, and a count taken before they are in
+        says fewer frames were committed than the fusion node was given."""
         led = self.ledger
-        return bool(led) and (
-            led.get('frames_in_flight', 1) == 0
-            and led['frames_delivered'] + led['frames_overrun'] + led.get('frames_stale', 0)
-            >= self.committed
-        )
+        if not led or led.get('frames_in_flight', 1) != 0:
+            return False
+        fusion_saw = led['frames_delivered'] + led['frames_overrun'] + led.get('frames_stale', 0)
+        return fusion_saw == self.committed
 
     def _on_objects(self, name: str, m: Any) -> None:
         self.objects[name].append(
