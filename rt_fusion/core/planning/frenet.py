@@ -415,7 +415,7 @@ COMPILED: CompiledSet[PlanLoop] = CompiledSet(_load)
 
 
 def warm_up(loop: PlanLoop | None = None) -> str:
-    """Plans a scene with turning traffic, a crossing pedestrian and no way through on the
+    """Plans an empty road, a road with no way through and one with turning traffic on the
     compiled loop (``loop``; None: :data:`COMPILED` loaded here), so that every path of it is
     compiled or loaded from numba's cache; returns the planner's kind ('numba' or 'numpy')."""
     loop = loop or COMPILED.compiled()
@@ -752,11 +752,6 @@ class FrenetPlanner:
         cost = 0.0 if clearance >= rng or rng <= 0 else ((rng - max(clearance, 0.0)) / rng) ** 2
         return cost, (near if near.any() else None)
 
-    def _growth(self, obstacles: Sequence[Obstacle]) -> F64:
-        """Per-obstacle growth of the position uncertainty [m/s]."""
-        default = self.p.uncertainty_growth
-        return np.array([default if o.growth is None else o.growth for o in obstacles])
-
     def _curvature_ok(self, traj: Trajectory) -> bool:
         p = self.p
         moving = traj.v > 1.0
@@ -772,7 +767,8 @@ class FrenetPlanner:
         if not obstacles:
             z = np.zeros((0, t.size))
             return z, z, z, z
-        ox, oy, oyaw = predict(obstacles, t)
+        obs = columns(obstacles, p.uncertainty_growth)
+        ox, oy, oyaw = predict(obs, t)
         # Project every 10th step and interpolate between: the predicted motion is smooth, and
         # a projection is a tree query per point.
         key, lo, hi, frac = self._key_steps
@@ -782,12 +778,8 @@ class FrenetPlanner:
         d_o = kd[:, lo] + frac * (kd[:, hi] - kd[:, lo])
         ryaw = self.path.yaw_at(s_o)
         rel = oyaw - ryaw
-        length = np.array([o.length for o in obstacles])[:, None]
-        width = np.array([o.width for o in obstacles])[:, None]
-        grow = (
-            np.array([o.std for o in obstacles])[:, None]
-            + self._growth(obstacles)[:, None] * t[None, :]
-        )
+        length, width = obs[:, O_LENGTH, None], obs[:, O_WIDTH, None]
+        grow = obs[:, O_STD, None] + obs[:, O_GROWTH, None] * t[None, :]
         # Half extents of the obstacle's footprint along s and d, plus the ego's and margins.
         half_s = (
             0.5 * (np.abs(np.cos(rel)) * length + np.abs(np.sin(rel)) * width)
@@ -853,24 +845,21 @@ class FrenetPlanner:
         if self._circle_cache is not None and self._circle_cache[0] == key:
             return self._circle_cache[1]
         p, t = self.p, self.t
-        ox, oy, oyaw = predict(obstacles, t)  # (O, K)
-        lengths = np.array([o.length for o in obstacles])
-        widths = np.array([max(o.width, 0.1) for o in obstacles])
+        obs = columns(obstacles, p.uncertainty_growth)
+        ox, oy, oyaw = predict(obs, t)  # (O, K)
+        lengths, widths = obs[:, O_LENGTH], np.maximum(obs[:, O_WIDTH], 0.1)
         n = np.maximum(1, np.ceil(2 * lengths / widths).astype(int))
         owner = np.repeat(np.arange(len(obstacles)), n)  # circle -> obstacle
         first = np.repeat(np.cumsum(n) - n, n)
         k = np.arange(owner.size) - first
         along = (k - (n[owner] - 1) / 2.0) * (lengths[owner] / n[owner])
-        radius = (
-            np.hypot(lengths[owner] / (2 * n[owner]), widths[owner] / 2.0)
-            + np.array([o.std for o in obstacles])[owner]
-        )
+        radius = np.hypot(lengths[owner] / (2 * n[owner]), widths[owner] / 2.0) + obs[owner, O_STD]
         ocx = ox[owner] + along[:, None] * np.cos(oyaw[owner])  # (C, K)
         ocy = oy[owner] + along[:, None] * np.sin(oyaw[owner])
         limit = (
             (self.ego_r + radius)[:, None]
             + p.safety_margin
-            + self._growth(obstacles)[owner][:, None] * t[None, :]
+            + obs[owner, O_GROWTH, None] * t[None, :]
         )
         circles = (owner.astype(np.float64), ocx, ocy, limit * limit)
         self._circle_cache = (key, circles)

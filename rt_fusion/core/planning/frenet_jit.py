@@ -75,13 +75,13 @@ from rt_fusion.core.planning.frenet import (
 
 @njit
 def _profiles(
-    rows: F64, target: F64, horizons: F64, x0: float, v0: float, a0: float, quintic: bool, t: F64
+    target: F64, horizons: F64, x0: float, v0: float, a0: float, quintic: bool, t: F64
 ) -> tuple[F64, F64]:
     """Position, speed, acceleration, jerk of each profile on the grid (N, 4, K), and the jerk
     integrals (N,): ``frenet._quintic`` (to (target, 0, 0)) or ``_quartic`` (to speed
     ``target``, acceleration 0), extended at the end speed after T as ``frenet._basis``."""
     n, k = target.size, t.size
-    out = rows
+    out = np.empty((n, 4, k))
     jerk2 = np.empty(n)
     for r in range(n):
         tt_end = horizons[r]
@@ -286,8 +286,8 @@ def plan_loop(
     s0, sd0, sdd0, d0, dd0, ddd0 = start[0], start[1], start[2], start[3], start[4], start[5]
     k = t.size
     step = t[1] - t[0]
-    lat, jl = _profiles(np.empty((lat_d.size, 4, k)), lat_d, lat_t, d0, dd0, ddd0, True, t)
-    lon, jm = _profiles(np.empty((lon_v.size, 4, k)), lon_v, lon_t, s0, sd0, sdd0, False, t)
+    lat, jl = _profiles(lat_d, lat_t, d0, dd0, ddd0, True, t)
+    lon, jm = _profiles(lon_v, lon_t, s0, sd0, sdd0, False, t)
     max_jerk = pv[P_MAX_JERK]
     lat_ok = np.empty(lat_d.size, np.bool_)
     for r in range(lat_d.size):
