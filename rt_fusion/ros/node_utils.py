@@ -563,6 +563,24 @@ class StopRequest:
         signal.signal(signal.SIGINT, self)
         signal.signal(signal.SIGTERM, self)
 
+    @contextlib.contextmanager
+    def deferred(self) -> Iterator[None]:
+        """A block a stop does not cut in two: a signal inside it is taken when it ends."""
+        spinning, self.spinning = self.spinning, True
+        try:
+            yield
+        finally:
+            self.spinning = spinning
+        if self.requested and not spinning:
+            raise KeyboardInterrupt
+
+
+def _ignore_further_stops() -> None:
+    """A second SIGINT (launch forwards one, the terminal sends another) must not interrupt the
+    teardown with a KeyboardInterrupt traceback; SIGTERM and SIGKILL still end it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
 
 def spin(executor: Executor, finished: object = None, stop: StopRequest | None = None) -> None:
     """Spins until shutdown, ``stop`` is requested, or ``finished`` (a Future) is done.
@@ -638,6 +656,7 @@ def run(
         if turn is not None and turn.restart:
             boost = keeper.StartBoost(delta=START_BOOST)
     except KeyboardInterrupt:  # stopped before it ran (a standby, the keeper ending)
+        _ignore_further_stops()  # launch's SIGINT and the terminal's: one must not cut this short
         if standby is not None:  # its participant's shared memory goes with it
             with contextlib.suppress(Exception):
                 standby.destroy_node()
@@ -660,10 +679,12 @@ def run(
             ending = threading.Timer(BOOST_AFTER_ACTIVE_S, boost.end)
             ending.daemon = True
             ending.start()
-        executor = make_executor(
-            os.environ.get('RT_FUSION_EXECUTOR', '') or executor_kind or 'single'
-        )
-        executor.add_node(node)
+        with stop.deferred():  # a stop inside rclpy's Executor() left it half-made (its __del__
+            # then printed an AttributeError traceback into the launch log)
+            executor = make_executor(
+                os.environ.get('RT_FUSION_EXECUTOR', '') or executor_kind or 'single'
+            )
+            executor.add_node(node)
         spin(executor, getattr(node, 'finished', None), stop)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
@@ -673,10 +694,7 @@ def run(
         print(f'rt_fusion: {type(err).__name__}: {err}', file=sys.stderr, flush=True)
         status = 2
     finally:
-        # A second SIGINT (launch forwards one, the terminal sends another) must not interrupt
-        # the teardown with a KeyboardInterrupt traceback; SIGTERM and SIGKILL still end it.
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        _ignore_further_stops()
         if executor is not None and node is not None:
             # The executor first: the EventsExecutor's timer thread must not touch a timer that
             # destroy_node frees (a planner aborted with heap corruption at exit without this).
