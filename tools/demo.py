@@ -672,6 +672,7 @@ LEDGER_STAGES = (
     ('frames_stale', 'slot rewritten before its descriptor was read (policy: newest wins)'),
     ('frames_bad_descriptor', 'descriptor unreadable'),
     ('frames_delivered', 'delivered to the fusion node'),
+    ('frames_recovered', '… of which read from the ring after DDS dropped their descriptors'),
     ('frames_queue_dropped', "dropped by the aligner's queue bound (policy)"),
     ('frames_late', 'too late for the aligner (policy)'),
     ('frames_out_of_order', 'out of order'),

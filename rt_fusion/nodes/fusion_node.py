@@ -609,6 +609,8 @@ class FusionNode(node_utils.DeviceNode):
         out = {
             'frames_delivered': cam.delivered if cam else st.received,
             'frames_overrun': cam.overruns if cam else 0,
+            # delivered from the ring after DDS dropped their descriptors (part of delivered)
+            'frames_recovered': cam.recovered if cam else 0,
             # descriptors whose slot was rewritten before they were read (the reader behind)
             'frames_stale': cam.stale if cam else 0,
             'frames_bad_descriptor': cam.bad_descriptors if cam else 0,
@@ -621,6 +623,7 @@ class FusionNode(node_utils.DeviceNode):
         }
         undelivered = (
             'frames_delivered',
+            'frames_recovered',
             'frames_overrun',
             'frames_stale',
             'frames_bad_descriptor',

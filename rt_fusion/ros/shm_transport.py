@@ -342,6 +342,8 @@ class SubscriptionStats:
     torn: int = 0
     bad_descriptors: int = 0
     reattached: int = 0
+    #: Frames whose descriptor never arrived, read from the ring itself (part of ``delivered``).
+    recovered: int = 0
     last_error: str = ''
 
 
@@ -472,6 +474,7 @@ class ShmSubscription:
             self.stats.last_error = str(err)
             self.node.get_logger().error(str(err), throttle_duration_sec=5.0)
             return
+        self._catch_up(reader, desc.sequence)
         self._deliver(got, 'shm')
         if self.fast_path and self._thread is None:
             self.active_path = 'fast'
@@ -491,6 +494,26 @@ class ShmSubscription:
                 self._presence = self.node.create_subscription(
                     Empty, f'{self.topic}/shm/readers', lambda _msg: None, 1
                 )
+
+    def _catch_up(self, reader: ShmRingReader, sequence: int) -> None:
+        """Delivers, from the ring itself, the frames before ``sequence`` whose descriptors never
+        came: a starved executor lets the descriptor history (keep-last ``depth``) overflow, and
+        DDS then drops the oldest without a word. The ring is the record of what was committed;
+        a frame it no longer holds is an overrun."""
+        last = self._last_seq.get(reader.name, -1)
+        if last < 0 or sequence <= last + 1:
+            return  # the first frame of this ring, or no gap
+        first = max(last + 1, sequence - reader.layout.slot_count + 1)
+        if first > last + 1:
+            with self._lock:
+                self.stats.overruns += first - (last + 1)
+        for missed in range(first, sequence):
+            got = reader.read_sequence(missed)
+            if got is None:
+                return  # cannot be (``sequence`` is committed): leave it to the accounting
+            if not isinstance(got, Overrun):
+                self.stats.recovered += 1
+            self._deliver(got, 'shm')
 
     def _on_full(self, msg: Any) -> None:
         try:
