@@ -676,7 +676,7 @@ LEDGER_STAGES = (
     ('frames_queue_dropped', "dropped by the aligner's queue bound (policy)"),
     ('frames_late', 'too late for the aligner (policy)'),
     ('frames_out_of_order', 'out of order'),
-    ('frames_torn', 'torn under the network (detected, dropped)'),
+    ('frames_torn', 'torn under the network (detected; fused without the camera)'),
     ('frames_failed', 'failed in the worker'),
     ('frames_in_flight', 'still in flight at the end'),
     ('frames_fused', 'fused (objects published)'),

@@ -154,7 +154,7 @@ class FusionNode(node_utils.DeviceNode):
             for name in ('decode', 'fuse', 'messages', 'odometry', 'objects')
         }
         self.frames = self.torn = self.inference_errors = self.infer_skipped = 0
-        self.camera_less = 0  # frames fused on a radar scan while the camera was gone
+        self.camera_less = 0  # frames fused without their camera frame (gone, or torn)
         self._last_infer_ns = -(2**62)
         self.missing: dict[str, int] = {}
         self.worker_errors = 0
@@ -496,7 +496,21 @@ class FusionNode(node_utils.DeviceNode):
                 failed = self.runner.pin((desc.segment, desc.segment_epoch_ns), reader.slot_range)
                 if failed:
                     self.get_logger().warning(f'camera ring not page-locked: {failed}')
-        return self.runner.run(frame.array, desc.encoding, frame.valid)
+        if self.runner.cuda:
+            return self.runner.run(frame.array, desc.encoding, frame.valid)
+        # A CPU network (tens of ms a frame) runs at SCHED_OTHER, the rest of the frame
+        # real-time again: at SCHED_FIFO it held a core above every other thread of the machine
+        # (realtime.demoted).
+        with realtime.demoted():
+            return self.runner.run(frame.array, desc.encoding, frame.valid)
+
+    def _inference_policy(self) -> str:
+        """A CPU network runs at SCHED_OTHER (:meth:`_infer`), a GPU one at the worker's."""
+        if self.runner is None:
+            return ''
+        if self.runner.cuda:
+            return self.rt_report.policy if self.rt_report else ''
+        return 'SCHED_OTHER'
 
     def _process(self, aligned: AlignedFrame, released_ns: int) -> None:
         t0 = time.perf_counter_ns()
@@ -521,12 +535,16 @@ class FusionNode(node_utils.DeviceNode):
             release = getattr(aligned.frame, 'release', None)
             if release is not None:
                 release()
-        if out is False:
+        torn = out is False
+        if torn:  # the ring overwrote the camera frame while it was read: never fused, but the
+            # frame's radar scan and IMU samples still are, as when the camera is gone
             self.torn += 1
-            return
+            self.camera_less += 1
+            out = None
         t1 = time.perf_counter_ns()
-        inferred_ns = 0 if skip or self.runner is None else time.time_ns()
-        if not skip:
+        inferred = not (skip or torn or self.runner is None)
+        inferred_ns = time.time_ns() if inferred else 0
+        if inferred:
             self.infer_ns.record(t1 - t0)
         if self.hearing is not None:
             siren = self.hearing.active.get('siren')
@@ -663,6 +681,7 @@ class FusionNode(node_utils.DeviceNode):
             if self.engine.emergency_id is None
             else self.engine.emergency_id,
             'policy': self.rt_report.policy if self.rt_report else '',
+            'inference_policy': self._inference_policy(),
             'input_publishers': self.input_publishers(),
         }
         for name, st in self.aligner.stats.items():

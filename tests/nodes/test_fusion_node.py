@@ -319,3 +319,58 @@ def test_a_siren_in_the_microphone_ring_becomes_an_audio_event_and_bad_blocks_ar
         'audio_ring_elsewhere': '1',
     }
     assert latest['audio_lost_blocks'] == '0'
+
+
+def test_a_torn_camera_frame_still_fuses_its_radar_and_imu_and_is_counted_once() -> None:
+    """The ring overwrote the camera frame while the detector read it: the frame's network
+    output is garbage and never fused, but its radar scan and IMU samples still are (as when
+    the camera is gone): the planner keeps getting objects. Before, the whole frame was
+    dropped. In-process: the runner says the frame was torn."""
+    rclpy = pytest.importorskip('rclpy')
+    from types import SimpleNamespace  # noqa: PLC0415
+
+    from rclpy.parameter import Parameter  # noqa: PLC0415
+
+    from rt_fusion.core.sync import AlignedFrame  # noqa: PLC0415
+    from rt_fusion.nodes.fusion_node import FusionNode  # noqa: PLC0415
+    from rt_fusion.ros import compat  # noqa: PLC0415
+    from tests.conftest import ros_env  # noqa: PLC0415
+
+    class TornRunner:
+        cuda = False
+
+        def run(self, image: object, encoding: str, still_valid: object) -> bool:
+            return False  # what FrameRunner.run says of a frame overwritten while read
+
+        def release(self) -> None:
+            pass
+
+    context = rclpy.Context()
+    rclpy.init(context=context, domain_id=int(ros_env()['ROS_DOMAIN_ID']))
+    try:
+        node = FusionNode(
+            context=context,
+            parameter_overrides=[
+                Parameter('backend', value='none'),
+                Parameter('autostart', value=False),
+            ],
+        )
+        node.trigger_configure()
+        node.runner = TornRunner()  # type: ignore[assignment]
+        frame = SimpleNamespace(
+            array=np.zeros((4, 4, 3), np.uint8),
+            desc=SimpleNamespace(encoding='bgr8', segment='', available_ns=0),
+            valid=lambda: False,
+            release=lambda: True,
+        )
+        stamp = time.time_ns()
+        aligned = AlignedFrame(stamp, frame, None, {'front': None}, None, ('imu',), 0)
+        node._process(aligned, stamp)
+        assert node.torn == 1
+        assert node.frames == 1  # fused on what else the frame had
+        ledger = node.frame_ledger()
+        assert ledger['frames_torn'] == 1 and ledger['frames_fused'] == 0  # counted once
+        node.trigger_cleanup()
+        node.destroy_node()
+    finally:
+        compat.try_shutdown(context=context)
