@@ -144,20 +144,30 @@ class Turn:
         """True when it is this node's turn; False when the keeper ends or the process was
         asked to stop (SIGINT, SIGTERM) while it stood by: the caller then ends."""
 
+        stopped: list[int] = []
+
         def stop(signum: int, frame: object) -> None:
-            del signum, frame
-            raise KeyboardInterrupt
+            del frame
+            if not stopped:  # once: launch's SIGINT and the terminal's come together
+                stopped.append(signum)
+                raise KeyboardInterrupt
 
         old = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
         for sig in old:
             signal.signal(sig, stop)
+        data = b''
         try:
             data = os.read(self.fd, 64)
         except KeyboardInterrupt:
-            data = b''
+            pass
         finally:
-            for sig, handler in old.items():
-                signal.signal(sig, handler)
+            if stopped or not data:  # the process ends: a further SIGINT must not cut that
+                # short with a KeyboardInterrupt traceback; SIGTERM still ends it
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            else:
+                for sig, handler in old.items():
+                    signal.signal(sig, handler)
             os.close(self.fd)
             if self.name:  # a standby: the node's name again
                 set_process_name(self.name)

@@ -28,7 +28,7 @@ import os
 import resource
 import sys
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from rt_fusion.core.errors import ParameterError, RtFusionError
@@ -253,40 +253,6 @@ def apply(params: RealtimeParams, *, prefault_here: bool = True) -> RealtimeRepo
         gc.disable()
         report.gc_frozen = True
     return report
-
-
-REALTIME_POLICIES = (os.SCHED_FIFO, os.SCHED_RR)
-
-
-@contextlib.contextmanager
-def demoted() -> Iterator[str]:
-    """Runs the block at SCHED_OTHER when the calling thread is real-time, and restores its
-    policy and priority after; yields what it ran at (``'SCHED_OTHER'`` either way, or the
-    policy it kept where it could not change it).
-
-    For long CPU-bound work on a real-time thread: a fusion worker at SCHED_FIFO running a CPU
-    detector (~0.1 s a frame on a 2-core VM, 10 times a second) held a core above everything
-    else, and every SCHED_OTHER thread of the machine waited for the rest: a killed node took
-    0.1-0.6 s to die (its non-real-time threads must run to exit) and restarts missed 1 s.
-    Work at SCHED_OTHER competes fairly instead; what follows it runs real-time again."""
-    try:
-        policy = os.sched_getscheduler(0)
-        priority = os.sched_getparam(0).sched_priority
-    except OSError:
-        yield 'SCHED_OTHER'
-        return
-    if policy not in REALTIME_POLICIES:
-        yield 'SCHED_OTHER'
-        return
-    try:
-        os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
-    except OSError:
-        yield 'SCHED_FIFO' if policy == os.SCHED_FIFO else 'SCHED_RR'
-        return
-    try:
-        yield 'SCHED_OTHER'
-    finally:
-        os.sched_setscheduler(0, policy, os.sched_param(priority))
 
 
 BACKGROUND = 'startup-'  # name prefix of the threads start_in_background makes

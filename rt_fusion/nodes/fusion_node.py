@@ -496,21 +496,7 @@ class FusionNode(node_utils.DeviceNode):
                 failed = self.runner.pin((desc.segment, desc.segment_epoch_ns), reader.slot_range)
                 if failed:
                     self.get_logger().warning(f'camera ring not page-locked: {failed}')
-        if self.runner.cuda:
-            return self.runner.run(frame.array, desc.encoding, frame.valid)
-        # A CPU network (tens of ms a frame) runs at SCHED_OTHER, the rest of the frame
-        # real-time again: at SCHED_FIFO it held a core above every other thread of the machine
-        # (realtime.demoted).
-        with realtime.demoted():
-            return self.runner.run(frame.array, desc.encoding, frame.valid)
-
-    def _inference_policy(self) -> str:
-        """A CPU network runs at SCHED_OTHER (:meth:`_infer`), a GPU one at the worker's."""
-        if self.runner is None:
-            return ''
-        if self.runner.cuda:
-            return self.rt_report.policy if self.rt_report else ''
-        return 'SCHED_OTHER'
+        return self.runner.run(frame.array, desc.encoding, frame.valid)
 
     def _process(self, aligned: AlignedFrame, released_ns: int) -> None:
         t0 = time.perf_counter_ns()
@@ -681,7 +667,6 @@ class FusionNode(node_utils.DeviceNode):
             if self.engine.emergency_id is None
             else self.engine.emergency_id,
             'policy': self.rt_report.policy if self.rt_report else '',
-            'inference_policy': self._inference_policy(),
             'input_publishers': self.input_publishers(),
         }
         for name, st in self.aligner.stats.items():

@@ -25,6 +25,7 @@ turn = Keeper(
     'test', delay_s=float(sys.argv[2]), quick_s=float(sys.argv[3]), standby=sys.argv[4] == '1'
 ).serve()
 if not turn.wait():
+    time.sleep(0.3)  # a standby's teardown (a node's: its hidden node destroyed)
     sys.exit(0)
 print('NODE', os.getpid(), gc.get_freeze_count(), flush=True)
 if sys.argv[1] == 'exit2':
@@ -92,6 +93,37 @@ def test_a_standby_takes_over_from_a_killed_node_and_a_stop_reaches_both() -> No
         proc.popen.send_signal(signal.SIGINT)
         assert proc.wait(30) == -signal.SIGINT
         assert _gone(standby) and _gone(spare)
+    finally:
+        proc.stop()
+
+
+def _reading_a_pipe(pid: int) -> bool:
+    """Whether process ``pid`` sleeps in a pipe read (a standby waiting for its turn)."""
+    try:
+        wchan = Path(f'/proc/{pid}/wchan').read_text()
+        syscall = Path(f'/proc/{pid}/syscall').read_text().split()
+    except OSError:
+        return False
+    # the kernel's function where it sleeps, or (where that is hidden) x86-64's read(2)
+    return 'pipe_read' in wchan or (wchan == '0' and syscall[:1] == ['0'])
+
+
+def test_a_standby_stopped_by_several_sigints_at_once_ends_quietly() -> None:
+    """ros2 launch's SIGINT (the keeper forwards it) and a terminal's come together: the
+    second one cut a standby's teardown short with a KeyboardInterrupt traceback (chaos runs'
+    launch logs)."""
+    proc = _start()
+    try:
+        node = _node_pid(proc)
+        assert wait_for(lambda: len(child_pids(proc.popen.pid)) == 2), proc.tail()
+        (standby,) = set(child_pids(proc.popen.pid)) - {node}
+        # Once it waits for its turn (before, a stop is the starting process's, as any other)
+        assert wait_for(lambda: _reading_a_pipe(standby)), proc.tail()
+        os.kill(standby, signal.SIGINT)
+        time.sleep(0.1)  # paced: the second while the first one's teardown runs
+        os.kill(standby, signal.SIGINT)
+        assert proc.wait_stderr(f'standby {standby} exit status 0', 30), proc.tail()
+        assert not any('Traceback' in line for line in proc.stderr), proc.tail()
     finally:
         proc.stop()
 
