@@ -8,14 +8,14 @@
         --picture docs/detector.png --video ../shared/data/camera/solidWhiteRight.mp4
 
 Data: ``rt_fusion.core.scenario.detector_data`` draws random scenes (seeds ``[1_000_000 + k]``,
-held-out ``[2_000_000 + k]``: disjoint from every evaluation seed), renders them with the
-scenario camera (``--camera``, default 640x360, the scenarios' and the evaluation's; the demo's
-vehicle camera is 1920x1080) resized to the network input (``--input``, default 384x640) as the
-runtime does, in worker processes and turns each visible object into a heatmap peak (class), a log left/top/right/bottom
-box around the keypoint, a sub-pixel offset, a log depth and a (sin, cos) heading at stride 4.
-Losses: CenterNet's penalty-reduced focal loss on the heatmaps, L1 on the rest. Reproducible from
-``--seed`` (the data is a pure function of the scene seeds; cuDNN picks its own kernels, so the
-last digits of the weights vary between GPUs).
+held-out ``[2_000_000 + k]``: disjoint from every evaluation seed) and renders them in worker
+processes with the scenario camera (``--camera``, default 640x360, the scenarios' and the
+evaluation's; the demo's vehicle camera is 1920x1080), resized to the network input (``--input``,
+default 384x640) as the runtime does. Each visible object becomes a heatmap peak (class), a log
+left/top/right/bottom box around the keypoint, a sub-pixel offset, a log depth and a (sin, cos)
+heading at stride 4. Losses: CenterNet's penalty-reduced focal loss on the heatmaps, L1 on the
+rest. Reproducible from ``--seed`` (the data is a pure function of the scene seeds; cuDNN picks
+its own kernels, so the last digits of the weights vary between GPUs).
 
 Outputs (``--out``): ``weights.pt`` (state dict + config), ``loss.png``, ``train.json``. The
 export writes ``<name>.onnx`` (opset 13, IR 7), ``<name>.ts`` (TorchScript) and ``<name>.yaml``
