@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -69,6 +70,22 @@ def ros_env(domain_id: int | None = None) -> dict[str, str]:
     env['PYTHONUNBUFFERED'] = '1'
     env.setdefault('RCUTILS_LOGGING_BUFFERED_STREAM', '0')
     return env
+
+
+@contextlib.contextmanager
+def ros_context(domain_id: int | None = None) -> Iterator[Any]:
+    """An rclpy context of its own in this process (the test's ROS domain, or ``domain_id``),
+    shut down at the end; skips the test where rclpy is missing."""
+    rclpy = pytest.importorskip('rclpy')
+    from rt_fusion.ros import compat  # noqa: PLC0415
+
+    context = rclpy.Context()
+    domain = domain_id if domain_id is not None else int(ros_env()['ROS_DOMAIN_ID'])
+    rclpy.init(context=context, domain_id=domain)
+    try:
+        yield context
+    finally:
+        compat.try_shutdown(context=context)
 
 
 class Proc:

@@ -326,15 +326,14 @@ def test_a_torn_camera_frame_still_fuses_its_radar_and_imu_and_is_counted_once()
     output is garbage and never fused, but its radar scan and IMU samples still are (as when
     the camera is gone): the planner keeps getting objects. Before, the whole frame was
     dropped. In-process: the runner says the frame was torn."""
-    rclpy = pytest.importorskip('rclpy')
+    pytest.importorskip('rclpy')
     from types import SimpleNamespace  # noqa: PLC0415
 
     from rclpy.parameter import Parameter  # noqa: PLC0415
 
     from rt_fusion.core.sync import AlignedFrame  # noqa: PLC0415
     from rt_fusion.nodes.fusion_node import FusionNode  # noqa: PLC0415
-    from rt_fusion.ros import compat  # noqa: PLC0415
-    from tests.conftest import ros_env  # noqa: PLC0415
+    from tests.conftest import ros_context  # noqa: PLC0415
 
     class TornRunner:
         cuda = False
@@ -345,9 +344,7 @@ def test_a_torn_camera_frame_still_fuses_its_radar_and_imu_and_is_counted_once()
         def release(self) -> None:
             pass
 
-    context = rclpy.Context()
-    rclpy.init(context=context, domain_id=int(ros_env()['ROS_DOMAIN_ID']))
-    try:
+    with ros_context() as context:
         node = FusionNode(
             context=context,
             parameter_overrides=[
@@ -372,5 +369,3 @@ def test_a_torn_camera_frame_still_fuses_its_radar_and_imu_and_is_counted_once()
         assert ledger['frames_torn'] == 1 and ledger['frames_fused'] == 0  # counted once
         node.trigger_cleanup()
         node.destroy_node()
-    finally:
-        compat.try_shutdown(context=context)

@@ -224,14 +224,11 @@ def test_a_writer_waits_for_as_many_subscribers_as_it_is_told() -> None:
     rclpy = pytest.importorskip('rclpy')
     from rclpy.executors import SingleThreadedExecutor  # noqa: PLC0415
 
-    from rt_fusion.ros import compat  # noqa: PLC0415
     from rt_fusion.ros.shm_transport import ShmPublisher, ShmSubscription  # noqa: PLC0415
-    from tests.conftest import ros_env  # noqa: PLC0415
+    from tests.conftest import ros_context  # noqa: PLC0415
 
-    context = rclpy.Context()
-    rclpy.init(context=context, domain_id=int(ros_env()['ROS_DOMAIN_ID']))
     segment = f'rtf_test_{uuid.uuid4().hex[:10]}'
-    try:
+    with ros_context() as context:
         writer = rclpy.create_node('writer', context=context)
         readers = [rclpy.create_node(f'reader{k}', context=context) for k in range(2)]
         pub = ShmPublisher(writer, '/wait/frames', segment, 64, 4)
@@ -261,8 +258,6 @@ def test_a_writer_waits_for_as_many_subscribers_as_it_is_told() -> None:
             sub.destroy()
         pub.close()
         executor.shutdown()
-    finally:
-        compat.try_shutdown(context=context)
     assert not (SHM_DIR / segment).exists()
 
 
@@ -275,14 +270,11 @@ def test_a_frame_is_counted_used_or_torn_never_both() -> None:
     import numpy as np  # noqa: PLC0415
 
     from rt_fusion.core.shm import FrameView, ShmRingReader, ShmRingWriter  # noqa: PLC0415
-    from rt_fusion.ros import compat  # noqa: PLC0415
     from rt_fusion.ros.shm_transport import ShmSubscription  # noqa: PLC0415
-    from tests.conftest import ros_env  # noqa: PLC0415
+    from tests.conftest import ros_context  # noqa: PLC0415
 
-    context = rclpy.Context()
-    rclpy.init(context=context, domain_id=int(ros_env()['ROS_DOMAIN_ID']))
     segment = f'rtf_test_{uuid.uuid4().hex[:10]}'
-    try:
+    with ros_context() as context:
         node = rclpy.create_node('ledger', context=context)
         with ShmRingWriter.create(segment, 16, 2) as writer, ShmRingReader.attach(segment) as rd:
             used: list[int] = []
@@ -309,8 +301,6 @@ def test_a_frame_is_counted_used_or_torn_never_both() -> None:
                 assert (len(used), sub.stats.delivered, sub.stats.torn) == (1, 1, want_torn)
                 sub.destroy()
         node.destroy_node()
-    finally:
-        compat.try_shutdown(context=context)
     assert not (SHM_DIR / segment).exists()
 
 
@@ -323,15 +313,12 @@ def test_frames_whose_descriptors_dds_dropped_are_read_from_the_ring() -> None:
     import numpy as np  # noqa: PLC0415
 
     from rt_fusion.core.shm import ShmRingWriter  # noqa: PLC0415
-    from rt_fusion.ros import compat  # noqa: PLC0415
     from rt_fusion.ros.conversions import descriptor_to_msg  # noqa: PLC0415
     from rt_fusion.ros.shm_transport import ShmSubscription  # noqa: PLC0415
-    from tests.conftest import ros_env  # noqa: PLC0415
+    from tests.conftest import ros_context  # noqa: PLC0415
 
-    context = rclpy.Context()
-    rclpy.init(context=context, domain_id=int(ros_env()['ROS_DOMAIN_ID']))
     segment = f'rtf_test_{uuid.uuid4().hex[:10]}'
-    try:
+    with ros_context() as context:
         node = rclpy.create_node('gaps', context=context)
         with ShmRingWriter.create(segment, 16, 8) as writer:
             got: list[tuple[int, int]] = []
@@ -353,6 +340,4 @@ def test_frames_whose_descriptors_dds_dropped_are_read_from_the_ring() -> None:
             assert sub.stats.overruns + sub.stats.delivered == 30
             sub.destroy()
         node.destroy_node()
-    finally:
-        compat.try_shutdown(context=context)
     assert not (SHM_DIR / segment).exists()
