@@ -268,19 +268,29 @@ class Keeper:
 
     def _spawn(self, standby: bool = False) -> _Child | Turn:
         """Forks a child: its :class:`Turn` in the child, the child in the keeper. A standby is
-        named ``standby-<node>`` from its first instruction until its turn, so that nothing
-        mistakes it for the node meanwhile (``launching.node_processes``)."""
+        named ``standby-<node>`` from its fork until its turn, so that nothing mistakes it for
+        the node meanwhile (``launching.node_processes``): the keeper takes that name for the
+        fork and its own back at once, and the child is born with it. (Named by the child, it
+        kept the node's name until the child first ran: under load a test found two children
+        and no standby among them.)"""
         keeper = os.getpid()
         read_end, write_end = os.pipe()
         # What the keeper imported is never garbage: frozen, no collection in a child touches it
         # (its pages stay shared with the keeper, and a node's start-up collection, before
         # it freezes its own objects, does not walk them: ~50 ms of a restart on 2 cores).
         gc.freeze()
-        with warnings.catch_warnings():
-            # Python 3.12 warns of fork() in a process with threads: the imports' idle native
-            # pools, which the child does not use (see the module's docstring).
-            warnings.simplefilter('ignore', DeprecationWarning)
-            pid = os.fork()
+        own = process_name()
+        if standby:
+            set_process_name(STANDBY_PREFIX + self.label)
+        try:
+            with warnings.catch_warnings():
+                # Python 3.12 warns of fork() in a process with threads: the imports' idle
+                # native pools, which the child does not use (see the module's docstring).
+                warnings.simplefilter('ignore', DeprecationWarning)
+                pid = os.fork()
+        finally:
+            if standby and os.getpid() == keeper:
+                set_process_name(own)
         if pid == 0:
             os.close(write_end)
             signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -288,11 +298,7 @@ class Keeper:
             set_parent_death_signal(signal.SIGTERM)
             if os.getppid() != keeper:  # the keeper died before prctl
                 os._exit(1)
-            name = ''
-            if standby:
-                name = process_name()
-                set_process_name(STANDBY_PREFIX + self.label)
-            return Turn(read_end, self.label, self.on_turn, name)
+            return Turn(read_end, self.label, self.on_turn, own if standby else '')
         os.close(read_end)
         return _Child(pid, write_end)
 
