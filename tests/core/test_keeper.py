@@ -25,7 +25,7 @@ turn = Keeper(
     'test', delay_s=float(sys.argv[2]), quick_s=float(sys.argv[3]), standby=sys.argv[4] == '1'
 ).serve()
 if not turn.wait():
-    time.sleep(0.3)  # a standby's teardown (a node's: its hidden node destroyed)
+    time.sleep(0.3)  # paced: a standby's teardown (a node's: its hidden node destroyed)
     sys.exit(0)
 print('NODE', os.getpid(), gc.get_freeze_count(), flush=True)
 if sys.argv[1] == 'exit2':
