@@ -453,9 +453,9 @@ def heldout(
     """Precision, recall, class accuracy and median depth error on held-out scenes (ONNX Runtime,
     the shipped decoder and camera geometry), objects up to 80 m; recall per range bin too.
 
-    The frames are rendered by the scenario camera at ``camera`` (width, height; default the
-    vehicle camera of the demo and the scenarios, 1920×1080) and resized to the model's input
-    by the runtime's own preprocessing (``CpuPreprocessor``), as the fusion node sees them."""
+    The frames are rendered by the scenario camera at ``camera`` (width, height; default
+    640×360, the evaluation's; the demo's is 1920×1080) and resized to the model's input by the
+    runtime's own preprocessing (``CpuPreprocessor``), as the fusion node sees them."""
     import onnxruntime as ort  # noqa: PLC0415
 
     from rt_fusion.core.perception.decoders import (  # noqa: PLC0415
@@ -471,7 +471,8 @@ def heldout(
     assert spec.preprocessing is not None
     sess = ort.InferenceSession(str(spec.artifact('onnx')), providers=['CPUExecutionProvider'])
     input_hw = (int(spec.preprocessing.resize[0]), int(spec.preprocessing.resize[1]))
-    cam = sm.CameraModel.sized(*camera)
+    set_input(INPUT_HW, camera)  # the forked workers render by render_camera()
+    cam = render_camera()
     sx, sy = input_hw[1] / cam.width, input_hw[0] / cam.height
     geo = CameraGeometry(
         cam.fx * sx, cam.fy * sy, cam.cx * sx, cam.cy * sy, sm.CAMERA_POS[0], sm.CAMERA_POS[2]
@@ -481,8 +482,6 @@ def heldout(
     tp = fp = fn = cls_ok = 0
     bins = {r: [0, 0] for r in RANGE_BINS_M}  # found, total
     depth_err: list[float] = []
-    global _HELDOUT_CAMERA  # noqa: PLW0603 (read by the forked workers)
-    _HELDOUT_CAMERA = cam
     with mp.get_context('fork').Pool(workers) as pool:
         all_frames = pool.map(
             _heldout_scene, [(dd.HELDOUT_SEED_BASE, k) for k in range(scenes)], chunksize=2
@@ -571,11 +570,8 @@ def picture(spec_path: Path, video: Path | None, out: Path) -> None:
     print(f'wrote {out}')
 
 
-_HELDOUT_CAMERA = sm.CameraModel()
-
-
 def _heldout_scene(seed: tuple[int, int]) -> list[tuple[np.ndarray, list[dd.CameraLabel]]]:
-    return dd.scene_frames(seed, 2, _HELDOUT_CAMERA)
+    return dd.scene_frames(seed, 2, render_camera())
 
 
 def _size(text: str, sep: str = 'x') -> tuple[int, int]:
