@@ -278,17 +278,6 @@ def _recordings(data: Path) -> dict[str, Path]:
     return files
 
 
-def resolution(text: str) -> tuple[int, int]:
-    """``WxH`` (e.g. ``1920x1080``) as (width, height)."""
-    try:
-        w, h = (int(v) for v in text.lower().split('x'))
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f'--resolution {text!r}: want WxH, e.g. 1920x1080'
-        ) from None
-    return w, h
-
-
 def make_scenario_bag(args: argparse.Namespace) -> tuple[Path, float]:
     """Generates the scenario (once per name/seconds); returns its bag and ego speed."""
     from rt_fusion.core.scenario.world import ScenarioError  # noqa: PLC0415
@@ -789,7 +778,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--seconds', type=float, default=10.0, help='scenario length (scenario)')
     parser.add_argument(
         '--resolution',
-        type=resolution,
+        type=report.resolution,
         default=(1920, 1080),
         metavar='WxH',
         help='camera resolution of the scenario (16:9; default: a 1080p vehicle camera, where a '

@@ -65,7 +65,9 @@ import yaml
 
 from rt_fusion.core import evaluation as ev
 from rt_fusion.core.scenario.generate import generate
+from rt_fusion.core.scenario.sensors import CameraModel
 from rt_fusion.ros import compat, launching
+from rt_fusion_tools import report
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = ROOT / 'config' / 'scenarios'
@@ -873,14 +875,14 @@ def make_bag(
     # older generator scored against today's baseline is a false regression.
     sources = sorted((ROOT / 'rt_fusion' / 'core' / 'scenario').glob('*.py'))
     key = hashlib.sha256(
-        json.dumps([scenario, seed, args.seconds], sort_keys=True).encode()
+        json.dumps([scenario, seed, args.seconds, list(args.camera)], sort_keys=True).encode()
         + b''.join(p.read_bytes() for p in sources)
     ).hexdigest()
     stamp = folder / '.generator_key'
     if load_truth(folder) is None or not stamp.is_file() or stamp.read_text() != key:
         if folder.exists():
             shutil.rmtree(folder)
-        generate(scenario, args.seconds, seed, folder)
+        generate(scenario, args.seconds, seed, folder, camera=CameraModel.sized(*args.camera))
         stamp.write_text(key)
     return folder
 
@@ -900,6 +902,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--first-seed', type=int, default=100, help='--suite: first seed')
     parser.add_argument('--scenarios', default='', help='--suite: comma-separated subset')
     parser.add_argument('--seconds', type=float, default=6.0)
+    parser.add_argument(
+        '--camera',
+        type=report.resolution,
+        default=(1920, 1080),
+        help='scenario camera WxH, 16:9 (default 1920x1080, the vehicle camera)',
+    )
     parser.add_argument('--ablate', default='', help='also run: radar_only,camera_only')
     parser.add_argument('--config', type=Path, default=CONFIG, help='parameter file of the graph')
     parser.add_argument('--gate', type=float, default=2.0, help='match gate [m]')
@@ -920,6 +928,10 @@ def main(argv: list[str] | None = None) -> int:
         'checked against the replay of the same scenario)',
     )
     args = parser.parse_args(argv)
+    try:
+        CameraModel.sized(*args.camera)
+    except ValueError as err:
+        parser.error(f'--camera: {err}')
     if args.closed_loop and args.bag is not None:
         parser.error('--closed-loop simulates a scenario: give --scenario or --scenario-file')
     if not launching.available():

@@ -28,6 +28,7 @@ import numpy as np
 from rt_fusion.core.scenario import library
 from rt_fusion.core.scenario import sensors as sm
 from rt_fusion.core.scenario.generate import generate
+from rt_fusion.core.scenario.render import Look, render
 from rt_fusion.core.scenario.world import ScenarioError, World
 from rt_fusion_tools import report
 
@@ -89,7 +90,8 @@ def preview(path: Path, world: World, cam: sm.CameraModel, seed: int) -> None:
     ax.set_title(f'{world.name}: {world.seconds:g} s, boxes every {times[1]:.1f} s (faint: early)')
     ax.legend(loc='upper left', fontsize=8)
     ax.grid(True, alpha=0.3)
-    frame = sm.render(cam, world, world.seconds / 2, np.random.default_rng([seed, 99]))
+    rng = np.random.default_rng([seed, 99])
+    frame = render(cam, world, world.seconds / 2, rng, Look(scenery_seed=seed))
     axc.imshow(frame[:, :, ::-1])
     axc.set_title(f'camera at t = {world.seconds / 2:g} s')
     axc.axis('off')
@@ -112,6 +114,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument('--storage', choices=('mcap', 'sqlite3'), default='mcap')
     parser.add_argument(
+        '--camera',
+        type=report.resolution,
+        default=(1920, 1080),
+        help='camera WxH, 16:9 (default 1920x1080, the vehicle camera; the lens keeps its field)',
+    )
+    parser.add_argument(
         '--clips',
         type=Path,
         default=ROOT.parent / 'shared' / 'data' / 'audio',
@@ -127,6 +135,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.out is None:
         parser.error('--out is required')
     scenario = load_scenario(args.scenario)
+    try:
+        camera = sm.CameraModel.sized(*args.camera)
+    except ValueError as err:
+        parser.error(f'--camera: {err}')
     if (args.out / 'bag').exists():
         shutil.rmtree(args.out / 'bag')
     from rich.progress import Progress  # noqa: PLC0415
@@ -143,6 +155,7 @@ def main(argv: list[str] | None = None) -> int:
                 raw_images=args.raw_images,
                 storage=args.storage,
                 clips_dir=args.clips,
+                camera=camera,
                 progress=lambda t: progress.update(task, completed=min(t, args.seconds)),
             )
             progress.update(task, completed=args.seconds)

@@ -6,6 +6,7 @@ Convention for tools/: a human-readable table, then one final line
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 from collections.abc import Mapping
@@ -22,6 +23,15 @@ from rt_fusion.core.latency import LatencySummary, summarize_ns
 console = Console(highlight=False)
 if not console.is_terminal:  # logs and CI: wide enough that tables keep one row per line
     console = Console(highlight=False, width=160)
+
+
+def resolution(text: str) -> tuple[int, int]:
+    """An argparse type: ``WxH`` (e.g. ``1920x1080``) as (width, height)."""
+    try:
+        w, h = (int(v) for v in text.lower().split('x'))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'{text!r}: want WxH, e.g. 1920x1080') from None
+    return w, h
 
 
 def _fmt(value: float) -> str:

@@ -9,8 +9,8 @@
 
 Data: ``rt_fusion.core.scenario.detector_data`` draws random scenes (seeds ``[1_000_000 + k]``,
 held-out ``[2_000_000 + k]``: disjoint from every evaluation seed) and renders them in worker
-processes with the scenario camera (``--camera``, default 640x360, the scenarios' and the
-evaluation's; the demo's vehicle camera is 1920x1080), resized to the network input (``--input``,
+processes with the scenario camera (``--camera``, default 1920x1080: the vehicle camera of the
+scenarios, the evaluation and the demo), resized to the network input (``--input``,
 default 384x640) as the runtime does. Each visible object becomes a heatmap peak (class), a log
 left/top/right/bottom box around the keypoint, a sub-pixel offset, a log depth and a (sin, cos)
 heading at stride 4. Losses: CenterNet's penalty-reduced focal loss on the heatmaps, L1 on the
@@ -50,11 +50,10 @@ OUT_HW = (INPUT_HW[0] // STRIDE, INPUT_HW[1] // STRIDE)
 
 
 #: The camera the scenes are rendered by (``--camera``), resized to the input as the runtime
-#: does. 640×360: the scenarios' default camera, which the evaluation (tools/evaluate.py)
-#: generates, and the shipped model's training. The demo's camera is 1920×1080, where that model
-#: scores lower (held-out P 0.72 / R 0.79 -> 0.64 / 0.66, 30-50 m recall 0.86 -> 0.64; not the
-#: resize's aliasing: INTER_AREA gave 0.66 / 0.65): ``--camera 1920x1080`` trains for it.
-CAMERA_WH = (640, 360)
+#: does: the scenarios' vehicle camera (sensors.VEHICLE), which the evaluation and the demo use.
+#: A model trained on 640×360 renders lost precision and recall on 1080p frames (held-out P 0.72
+#: / R 0.79 -> 0.62 / 0.63): train at the resolution it will see.
+CAMERA_WH = (sm.VEHICLE.width, sm.VEHICLE.height)
 
 
 def set_input(hw: tuple[int, int], camera: tuple[int, int] = CAMERA_WH) -> None:
@@ -454,7 +453,7 @@ def heldout(
     the shipped decoder and camera geometry), objects up to 80 m; recall per range bin too.
 
     The frames are rendered by the scenario camera at ``camera`` (width, height; default
-    640×360, the evaluation's; the demo's is 1920×1080) and resized to the model's input by the
+    1920×1080, the scenarios' vehicle camera) and resized to the model's input by the
     runtime's own preprocessing (``CpuPreprocessor``), as the fusion node sees them."""
     import onnxruntime as ort  # noqa: PLC0415
 
@@ -475,7 +474,13 @@ def heldout(
     cam = render_camera()
     sx, sy = input_hw[1] / cam.width, input_hw[0] / cam.height
     geo = CameraGeometry(
-        cam.fx * sx, cam.fy * sy, cam.cx * sx, cam.cy * sy, sm.CAMERA_POS[0], sm.CAMERA_POS[2]
+        cam.fx * sx,
+        cam.fy * sy,
+        cam.cx * sx,
+        cam.cy * sy,
+        sm.CAMERA_POS[0],
+        sm.CAMERA_POS[2],
+        d=cam.d,
     )
     pre = CpuPreprocessor(spec.preprocessing, (cam.height, cam.width, 3), 'bgr')
     x = np.empty((1, 3, *input_hw), np.float32)
@@ -543,7 +548,7 @@ def picture(spec_path: Path, video: Path | None, out: Path) -> None:
 
     runner = FrameRunner(spec_path, 'onnxruntime', 'cpu', threads=2)
     assert runner.spec.decoder is not None
-    scenes = [dd.scene_frames((dd.HELDOUT_SEED_BASE, k), 1, sm.CameraModel()) for k in range(40)]
+    scenes = [dd.scene_frames((dd.HELDOUT_SEED_BASE, k), 1, sm.VEHICLE) for k in range(40)]
     busiest = max((f for f in scenes if f), key=lambda f: len(f[0][1]))  # the most labels
     frames: list[Any] = [busiest[0][0]]
     if video is not None:
@@ -551,7 +556,7 @@ def picture(spec_path: Path, video: Path | None, out: Path) -> None:
         cap.set(cv2.CAP_PROP_POS_FRAMES, 100)
         ok, frame = cap.read()
         if ok:
-            frames.append(cv2.resize(frame, (640, 360)))
+            frames.append(cv2.resize(frame, (sm.VEHICLE.width, sm.VEHICLE.height)))
     tiles = []
     for img in frames:
         dets = decode(runner.run(img, 'bgr8', lambda: True), runner.spec.decoder, runner.input_hw)
@@ -603,8 +608,8 @@ def main(argv: list[str] | None = None) -> int:
         '--camera',
         type=_size,
         default=CAMERA_WH,
-        help="render the scenes at WxH (16:9; default 640x360, the scenarios'; the demo's is "
-        '1920x1080), resized to the model input',
+        help="render the scenes at WxH (16:9; default 1920x1080, the scenarios' vehicle "
+        'camera), resized to the model input',
     )
     args = parser.parse_args(argv)
     set_input(args.input, args.camera)

@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from rt_fusion.core.camera import undistort_points
 from rt_fusion.core.errors import ParameterError
 from rt_fusion.core.params import param
 from rt_fusion.core.perception import track_kernels as tk
@@ -134,6 +135,11 @@ class FusionParams:
     cy: float = param(
         'principal point y (model input)', unit='px', default=192.0, calibration=True
     )
+    distortion: tuple[float, ...] = param(
+        'plumb_bob k1 k2 p1 p2 k3 of the camera (camera_info D; all 0: a pinhole)',
+        default=(0.0, 0.0, 0.0, 0.0, 0.0),
+        calibration=True,
+    )
     evidence_channel: int = param(
         'output channel read as camera evidence (a model without a decoder section)',
         default=0,
@@ -227,6 +233,9 @@ class FusionParams:
         """Cross-field rules."""
         if self.radar_x < self.camera_x - 10.0:
             raise ParameterError('radar_x', self.radar_x, 'more than 10 m behind the camera')
+        d = self.distortion
+        if len(d) not in (4, 5) or not all(math.isfinite(v) and abs(v) < 10 for v in d):
+            raise ParameterError('distortion', d, 'want 4 or 5 finite plumb_bob coefficients')
 
 
 @dataclasses.dataclass(slots=True)
@@ -330,7 +339,9 @@ class FusionEngine:
         self.siren: float | None = None  # the hearing's siren probability while one is heard
         self.emergency_id: int | None = None  # the track marked as the emergency vehicle
         p = self.p
-        self.geometry = CameraGeometry(p.fx, p.fy, p.cx, p.cy, p.camera_x, p.camera_height)
+        self.geometry = CameraGeometry(
+            p.fx, p.fy, p.cx, p.cy, p.camera_x, p.camera_height, d=tuple(p.distortion)
+        )
 
     def set_decoder(self, decoder: DecoderSpec | None) -> None:
         """The model's head (from its spec): its detections feed the tracker at frame times.
@@ -493,6 +504,12 @@ class FusionEngine:
         )
         cls = self._class_lut[np.minimum(a[:, 0].astype(np.int64), len(self._class_ids))]
         regressed = np.isfinite(a[:, 8]) & (a[:, 8] > 0.0)
+        if any(geo.d):  # keypoints and box bottoms back through the lens, as camera_to_vehicle
+            k = (geo.fx, geo.fy, geo.cx, geo.cy)
+            a[:, 6:8] = undistort_points(a[:, 6:8], k, geo.d)
+            bottom = np.column_stack([0.5 * (a[:, 2] + a[:, 4]), a[:, 5]])
+            bottom = undistort_points(bottom, k, geo.d)
+            a[:, 2], a[:, 4], a[:, 5] = bottom[:, 0], bottom[:, 0], bottom[:, 1]
         below = a[:, 5] - geo.cy
         on_road = regressed | (below > 1.0)
         road_depth = geo.fy * geo.height / np.where(below > 1.0, below, 1.0) + _SIZES[cls, 0] / 2

@@ -22,7 +22,7 @@ def scenario_bag(
     out: Path,
     scenarios: Path,
     log: Callable[[str], None] = print,
-    resolution: tuple[int, int] = (640, 360),
+    resolution: tuple[int, int] = (1920, 1080),
 ) -> tuple[Path, float]:
     """The bag of scenario ``name`` (built-in under ``scenarios``, or a YAML path) with a
     ``resolution`` (width, height) camera, generated into ``out`` once per name, length and

@@ -162,3 +162,40 @@ def test_camera_to_vehicle_by_depth_and_by_the_flat_road() -> None:
     assert (x, y) == pytest.approx((1.8 + 22.25, 0.0))
     above = CameraDetection(0, 0.9, (300.0, 100.0, 340.0, 180.0), (320.0, 140.0))
     assert camera_to_vehicle(above, geo) is None
+
+
+def test_camera_to_vehicle_undoes_the_lens_before_it_places_a_detection() -> None:
+    from rt_fusion.core.fusion import FusionEngine, FusionParams  # noqa: PLC0415
+    from rt_fusion.core.scenario import sensors as sm  # noqa: PLC0415
+
+    cam = sm.CameraModel()  # the scenario lens at 640x360 (model input 640x360 here)
+    k = (cam.fx, cam.fy, cam.cx, cam.cy)
+    lens = CameraGeometry(*k, x=sm.CAMERA_POS[0], height=sm.CAMERA_POS[2], d=cam.d)
+    pinhole = CameraGeometry(*k, x=sm.CAMERA_POS[0], height=sm.CAMERA_POS[2])
+    # A car centre 25 m ahead and 14 m to the left (near the image edge), its bottom on the road.
+    centre, bottom = np.array([[26.8, 14.0, 0.75]]), np.array([[24.55, 14.0, 0.0]])
+    (ku, kv), depth = cam.project(centre)[0][0], 25.0
+    bu, bv = cam.project(bottom)[0][0]
+    by_depth = CameraDetection(0, 0.9, (bu - 5, kv - 20, bu + 5, bv), (ku, kv), depth=depth)
+    x, y, _ = camera_to_vehicle(by_depth, lens)  # type: ignore[misc]
+    assert (x, y) == pytest.approx((26.8, 14.0), abs=1e-3)
+    _, y_pinhole, _ = camera_to_vehicle(by_depth, pinhole)  # type: ignore[misc]
+    assert abs(y_pinhole - 14.0) > 0.2  # the lens matters there (1.8 % of the offset)
+    flat = CameraDetection(0, 0.9, (bu - 5, kv - 20, bu + 5, bv), (ku, kv))
+    x, y, _ = camera_to_vehicle(flat, lens)  # type: ignore[misc]
+    assert (x, y) == pytest.approx((24.55, 14.0), abs=1e-2)
+    # The fusion's vectorised path does the same from its distortion parameter.
+    engine = FusionEngine(
+        FusionParams(
+            ego_speed_mps=0.0,
+            fx=cam.fx,
+            fy=cam.fy,
+            cx=cam.cx,
+            cy=cam.cy,
+            distortion=cam.d,
+            camera_max_range_m=80.0,
+        )
+    )
+    engine.set_decoder(DecoderSpec.from_dict({'type': 'centernet', 'classes': ['car']}, 'test'))
+    block = engine.camera_block([by_depth], (0.0, 0.0, 0.0)).block
+    assert block[0, 0:2] == pytest.approx([26.8, 14.0], abs=1e-3)

@@ -156,6 +156,9 @@ def test_audio_level_in_dbfs() -> None:
 def test_a_bad_mounting_fails_with_the_parameter_name() -> None:
     with pytest.raises(ParameterError, match='radar_x'):
         FusionParams(radar_x=-20.0, camera_x=1.8).check()
+    for bad in ((0.1, 0.2), (math.nan, 0, 0, 0, 0)):
+        with pytest.raises(ParameterError, match='distortion'):
+            FusionParams(distortion=bad).check()
 
 
 def _centernet_heads(

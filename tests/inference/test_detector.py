@@ -39,12 +39,14 @@ def test_a_bad_decoder_section_fails_the_spec_with_its_key(tmp_path: Path) -> No
 
 
 def test_it_finds_the_objects_of_held_out_frames() -> None:
-    cam = sm.CameraModel()
+    cam = sm.VEHICLE  # the scenarios' camera: 1080p through the lens
     runner = FrameRunner(SPEC, 'onnxruntime', 'cpu', threads=1)
     spec = runner.spec
     assert spec.decoder is not None
-    sy = runner.input_hw[0] / cam.height
-    geo = CameraGeometry(cam.fx, cam.fy * sy, cam.cx, cam.cy * sy, sm.CAMERA_POS[0], 1.4)
+    sx, sy = runner.input_hw[1] / cam.width, runner.input_hw[0] / cam.height
+    geo = CameraGeometry(
+        cam.fx * sx, cam.fy * sy, cam.cx * sx, cam.cy * sy, sm.CAMERA_POS[0], 1.4, d=cam.d
+    )
     found = total = 0
     try:
         for k in range(6):

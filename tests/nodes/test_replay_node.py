@@ -8,7 +8,10 @@ import time
 import pytest
 
 from rt_fusion.core.bag import iter_messages
+from rt_fusion.core.scenario.sensors import CameraModel
 from tests.conftest import ProcGroup, shared_file
+
+SMALL = CameraModel()  # 640x360: the replay's behaviour does not depend on the frame size
 
 BAG = 'imu_radar_rio/ti_mmwave_rospkg_demo_ros2/ti_mmwave_rospkg_demo_ros2.mcap'
 TRIGGER = '/sensor_platform/radar_right/trigger'
@@ -131,7 +134,7 @@ def test_a_generated_scenario_replays_in_lockstep_with_its_stamps(
     from tests.conftest import ROOT  # noqa: PLC0415
 
     scenario = yaml.safe_load((ROOT / 'config' / 'scenarios' / 'cut_in.yaml').read_text())
-    generate(scenario, 10.0, 1, tmp_path)
+    generate(scenario, 10.0, 1, tmp_path, camera=SMALL)
     bag = tmp_path / 'bag'
     radar = [
         m.msg.header.stamp.sec * 10**9 + m.msg.header.stamp.nanosec
@@ -219,7 +222,7 @@ def test_generated_camera_frames_go_through_shared_memory(procs: ProcGroup, tmp_
     from tests.conftest import ROOT  # noqa: PLC0415
 
     scenario = yaml.safe_load((ROOT / 'config' / 'scenarios' / 'stopped_car.yaml').read_text())
-    generate(scenario, 1.0, 0, tmp_path)
+    generate(scenario, 1.0, 0, tmp_path, camera=SMALL)
     bag = tmp_path / 'bag'
     topic = '/camera/out/image/compressed'
     src = list(iter_messages(bag, [topic]))
@@ -282,7 +285,7 @@ def test_a_corrupt_chunk_is_reported_and_skipped_or_refused_with_strict(
     from tests.conftest import ROOT  # noqa: PLC0415
 
     scenario = yaml.safe_load((ROOT / 'config' / 'scenarios' / 'cut_in.yaml').read_text())
-    generate(scenario, 6.0, 1, tmp_path)
+    generate(scenario, 6.0, 1, tmp_path, camera=SMALL)
     bag = tmp_path / 'bag'
     total = sum(1 for _ in iter_messages(bag, decode=False))
     mcap = next(bag.glob('*.mcap'))
@@ -314,7 +317,7 @@ def test_loops_replay_the_bag_again_with_increasing_stamps(procs: ProcGroup, tmp
     from tests.conftest import ROOT  # noqa: PLC0415
 
     scenario = yaml.safe_load((ROOT / 'config' / 'scenarios' / 'cut_in.yaml').read_text())
-    generate(scenario, 2.0, 1, tmp_path)
+    generate(scenario, 2.0, 1, tmp_path, camera=SMALL)
     bag = tmp_path / 'bag'
     n = sum(1 for _ in iter_messages(bag, ['/radar/out/objects']))
     echo = procs.echo(
@@ -382,7 +385,7 @@ def test_generated_microphone_blocks_go_through_shared_memory(procs: ProcGroup, 
     from tests.conftest import ROOT  # noqa: PLC0415
 
     scenario = yaml.safe_load((ROOT / 'config' / 'scenarios' / 'stopped_car.yaml').read_text())
-    generate(scenario, 1.0, 0, tmp_path)
+    generate(scenario, 1.0, 0, tmp_path, camera=SMALL)
     bag = tmp_path / 'bag'
     topic = '/microphone/out/audio'
     recorded = [np.asarray(m.msg.samples, np.int16) for m in iter_messages(bag, [topic])]

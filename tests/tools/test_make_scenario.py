@@ -25,7 +25,9 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
 def test_cut_in_twice_gives_the_same_bag(tmp_path: Path) -> None:
     outs = [tmp_path / 'a', tmp_path / 'b']
     for out in outs:
-        proc = _run('--scenario', 'cut_in', '--seconds', '10', '--out', str(out))
+        proc = _run(
+            '--scenario', 'cut_in', '--seconds', '10', '--camera', '640x360', '--out', str(out)
+        )
         assert proc.returncode == 0, proc.stderr[-2000:]
         assert proc.stdout.splitlines()[-1].startswith('RESULT scenario=cut_in messages=6504 ')
     a, b = outs

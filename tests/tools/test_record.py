@@ -17,6 +17,7 @@ import yaml
 from rt_fusion.core.bag import image_to_array, iter_messages
 from rt_fusion.core.scenario.bagout import typestore
 from rt_fusion.core.scenario.generate import generate
+from rt_fusion.core.scenario.sensors import CameraModel
 from tests.conftest import ROOT, ProcGroup, shared_file
 
 TOPICS = {
@@ -29,7 +30,7 @@ TOPICS = {
 
 def _scenario(tmp: Path, seconds: float) -> Path:
     sc = yaml.safe_load((ROOT / 'config' / 'scenarios' / 'cut_in.yaml').read_text())
-    generate(sc, seconds, 2, tmp / 'scenario')
+    generate(sc, seconds, 2, tmp / 'scenario', camera=CameraModel())
     return tmp / 'scenario' / 'bag'
 
 

@@ -35,6 +35,7 @@ import cv2
 import numpy as np
 import numpy.typing as npt
 
+from rt_fusion.core.camera import undistort_points
 from rt_fusion.core.errors import RtFusionError
 
 DECODER_TYPES = ('centernet', 'yolov8', 'yolox')
@@ -395,6 +396,7 @@ class CameraGeometry:
     x: float  # camera position ahead of base_link [m]
     height: float  # above the road [m]
     y: float = 0.0  # left of base_link [m]
+    d: tuple[float, ...] = ()  # plumb_bob k1 k2 p1 p2 k3 (camera_info D); empty or 0: pinhole
 
 
 def camera_to_vehicle(
@@ -404,8 +406,14 @@ def camera_to_vehicle(
 
     With a regressed depth: along the ray of the keypoint. Without: the bottom edge of the box
     meets a flat road (``depth = fy * height / (v1 - cy)``), then ``half_length`` further (the
-    camera sees the near face of the object).
+    camera sees the near face of the object). A lens (``geo.d``) is undone first.
     """
+    if any(geo.d):
+        k = (geo.fx, geo.fy, geo.cx, geo.cy)
+        (ku, kv), (bu, bv) = undistort_points(
+            [det.keypoint, (0.5 * (det.box[0] + det.box[2]), det.box[3])], k, geo.d
+        )
+        det = dataclasses.replace(det, keypoint=(ku, kv), box=(bu, det.box[1], bu, bv))
     if math.isfinite(det.depth) and det.depth > 0.0:
         depth = det.depth
         u = det.keypoint[0]

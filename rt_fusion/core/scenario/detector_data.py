@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from rt_fusion.core.scenario import render as rd
 from rt_fusion.core.scenario import sensors as sm
 from rt_fusion.core.scenario.world import CLASSES, SIZES, World, build_world
 
@@ -163,13 +164,13 @@ def scene_frames(
     """One random scene, ``frames`` renderings at random times with one random look."""
     rng = np.random.default_rng(list(seed))
     world = build_world(random_scenario(rng), seconds)
-    look = sm.random_look(rng)
+    look = rd.random_look(rng)
     out = []
     for t in np.sort(rng.uniform(0.0, seconds - 0.1, frames)):
         if _crashed(world, float(t)):
             continue  # an actor drove into the ego: no such scene on a real road
         out.append(
-            (sm.render(cam, world, float(t), rng, look), camera_labels(world, float(t), cam))
+            (rd.render(cam, world, float(t), rng, look), camera_labels(world, float(t), cam))
         )
     return out
 

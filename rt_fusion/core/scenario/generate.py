@@ -29,6 +29,7 @@ import numpy as np
 
 from rt_fusion.core.scenario import sensors as sm
 from rt_fusion.core.scenario.bagout import BagWriter, header, make, typestore
+from rt_fusion.core.scenario.render import Look, render
 from rt_fusion.core.scenario.world import World, build_world, ego_frame
 
 T0_NS = 1_700_000_000 * 10**9
@@ -65,7 +66,7 @@ def _camera(ts: Any, world: World, seed: int, raw: bool, cam: sm.CameraModel) ->
     info = cam.camera_info()
     for k in range(int(world.seconds * CAMERA_HZ)):
         t = k / CAMERA_HZ
-        img = sm.render(cam, world, t, rng)
+        img = render(cam, world, t, rng, Look(scenery_seed=seed))
         hdr = header(ts, _ns(t), 'camera')
         log = _ns(t) + DELAY_NS['camera']
         if raw:
@@ -99,7 +100,7 @@ def _camera(ts: Any, world: World, seed: int, raw: bool, cam: sm.CameraModel) ->
             height=cam.height,
             width=cam.width,
             distortion_model='plumb_bob',
-            d=np.zeros(5),
+            d=np.array(cam.d, np.float64),
             k=np.array(info['camera_matrix']['data'], np.float64),
             r=np.array([1, 0, 0, 0, 1, 0, 0, 0, 1], np.float64),
             p=np.array(info['projection_matrix']['data'], np.float64),
@@ -365,11 +366,12 @@ def generate(
     """Writes ``out/bag`` (rosbag2, ``storage`` mcap or sqlite3), ``out/ground_truth.json`` and
     ``out/camera_info.yaml``; returns a summary. ``clips_dir`` holds the WAV files that ``clip``
     audio events name; ``progress`` gets the simulated time written so far; ``camera`` is the
-    camera's resolution and lens (default: 640×360, see ``CameraModel.sized``)."""
+    camera's resolution and lens (default: ``sensors.VEHICLE``, 1920×1080; see
+    ``CameraModel.sized``)."""
 
     world = build_world(scenario, seconds)
     ts = typestore()
-    cam = camera or sm.CameraModel()
+    cam = camera or sm.VEHICLE
     out.mkdir(parents=True, exist_ok=True)
     writer = BagWriter(out / 'bag', ts, storage)
     streams = [*sensor_streams(ts, world, seed, cam, raw_images, clips_dir), _truth(ts, world)]

@@ -23,7 +23,8 @@ is the reference for the radar's figures):
   unrelated objects, as the recording shows: 42 ids for 58 births in 515 cycles);
 - occlusion: 2D, by azimuth intervals of footprints only (a truck behind a car is hidden like a
   car; heights are ignored), all or nothing at ``OCCLUDED_FRACTION``;
-- camera: pinhole without distortion, flat shaded boxes (the detector issue replaces it);
+- camera: :mod:`rt_fusion.core.scenario.render` (bodies of shaded boxes, scenery, a plumb_bob
+  lens; its docstring says what it lacks);
 - IMU: white noise and constant bias, no temperature or scale-factor errors;
 - microphone: synthetic sirens and horns over road noise plus the real clips, spherical spreading.
 """
@@ -35,10 +36,10 @@ import math
 from pathlib import Path
 from typing import Any
 
-import cv2
 import numpy as np
 import numpy.typing as npt
 
+from rt_fusion.core.camera import undistort_points
 from rt_fusion.core.scenario.world import ScenarioError, Track, World, ego_frame
 
 CAMERA_POS = (1.8, 0.0, 1.4)
@@ -65,9 +66,15 @@ ARS408_CLASS = {'car': 1, 'truck': 2, 'pedestrian': 3, 'bicycle': 5, 'static': 0
 RCS_DBSM = {'car': 10.0, 'truck': 20.0, 'pedestrian': -5.0, 'bicycle': 0.0, 'static': 5.0}
 
 
+# The scenario lens's plumb_bob distortion (k1, k2, p1, p2, k3): a mild barrel, as of an
+# automotive camera of about 70 degrees: 3 % shorter radius in the image corners.
+LENS_D = (-0.06, 0.012, 0.0, 0.0, 0.0)
+
+
 @dataclasses.dataclass(frozen=True)
 class CameraModel:
-    """Pinhole camera (no distortion) at CAMERA_POS, looking along base_link x."""
+    """The scenario camera at CAMERA_POS, looking along base_link x: K and plumb_bob ``d`` (the
+    ROS camera_info model; :meth:`project` distorts, :meth:`undistort` inverts it)."""
 
     width: int = 640
     height: int = 360
@@ -75,11 +82,13 @@ class CameraModel:
     fy: float = 460.0
     cx: float = 320.0
     cy: float = 180.0
+    d: tuple[float, float, float, float, float] = LENS_D
 
     @classmethod
     def sized(cls, width: int, height: int) -> CameraModel:
-        """The same lens at another 16:9 resolution (1920×1080: a vehicle camera): the field of
-        view, and so the detector's input after its resize, stay those of 640×360.
+        """The same lens at another 16:9 resolution (1920×1080: the vehicle camera, see
+        :data:`VEHICLE`): the field of view, and so the detector's input after its resize, stay
+        those of 640×360.
 
         Raises:
             ValueError: not 16:9 (the default detector is trained at that aspect) or too small.
@@ -93,14 +102,41 @@ class CameraModel:
         k = width / base.width
         return cls(width, height, base.fx * k, base.fy * k, base.cx * k, base.cy * k)
 
-    def project(self, pts: npt.NDArray[np.float64]) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
-        """base_link points (N, 3) -> pixel (N, 2) and depth (N,) (depth <= 0: behind)."""
+    def project_pinhole(
+        self, pts: npt.NDArray[np.float64]
+    ) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
+        """base_link points (N, 3) -> pixel (N, 2) without the distortion, and depth (N,)
+        (depth <= 0: behind)."""
         cx, cy, cz = CAMERA_POS
         depth = pts[:, 0] - cx
         safe = np.where(depth > 1e-6, depth, 1e-6)
         u = self.cx - self.fx * (pts[:, 1] - cy) / safe
         v = self.cy - self.fy * (pts[:, 2] - cz) / safe
         return np.stack([u, v], axis=1), depth
+
+    def project(self, pts: npt.NDArray[np.float64]) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
+        """base_link points (N, 3) -> pixel (N, 2) through the lens, and depth (N,) (depth <= 0:
+        behind)."""
+        uv, depth = self.project_pinhole(pts)
+        if not any(self.d):
+            return uv, depth
+        k1, k2, p1, p2, k3 = self.d
+        x = (uv[:, 0] - self.cx) / self.fx
+        y = (uv[:, 1] - self.cy) / self.fy
+        r2 = np.minimum(x * x + y * y, 4.0)  # beyond the lens's field: no fold-back
+        radial = 1.0 + r2 * (k1 + r2 * (k2 + r2 * k3))
+        xd = x * radial + 2 * p1 * x * y + p2 * (r2 + 2 * x * x)
+        yd = y * radial + p1 * (r2 + 2 * y * y) + 2 * p2 * x * y
+        return np.stack([self.cx + self.fx * xd, self.cy + self.fy * yd], axis=1), depth
+
+    def undistort(self, uv: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        """Image pixels (N, 2) -> where the pinhole camera would see them (N, 2)."""
+        return undistort_points(uv, (self.fx, self.fy, self.cx, self.cy), self.d)
+
+    def half_fov(self) -> float:
+        """Half the horizontal field of view [rad], through the lens."""
+        edge = self.undistort(np.array([[self.width - 0.5, self.cy]]))[0, 0]
+        return math.atan2(edge - self.cx, self.fx)
 
     def camera_info(self) -> dict[str, Any]:
         """The calibration in the ROS camera_info YAML layout."""
@@ -111,7 +147,7 @@ class CameraModel:
             'camera_name': 'scenario',
             'camera_matrix': {'rows': 3, 'cols': 3, 'data': k},
             'distortion_model': 'plumb_bob',
-            'distortion_coefficients': {'rows': 1, 'cols': 5, 'data': [0.0] * 5},
+            'distortion_coefficients': {'rows': 1, 'cols': 5, 'data': list(self.d)},
             'rectification_matrix': {'rows': 3, 'cols': 3, 'data': [1, 0, 0, 0, 1, 0, 0, 0, 1]},
             'projection_matrix': {
                 'rows': 3,
@@ -119,6 +155,10 @@ class CameraModel:
                 'data': [self.fx, 0, self.cx, 0, 0, self.fy, self.cy, 0, 0, 0, 1, 0],
             },
         }
+
+
+# The scenarios' camera: a vehicle camera, 1920×1080 at 30 Hz, the lens of CameraModel().
+VEHICLE = CameraModel.sized(1920, 1080)
 
 
 def box_corners(state: dict[str, float], size: tuple[float, float, float], ego: dict[str, float]):  # type: ignore[no-untyped-def]
@@ -136,171 +176,6 @@ def box_corners(state: dict[str, float], size: tuple[float, float, float], ego: 
 
 
 _FACES = ((0, 1, 2, 3), (4, 5, 6, 7), (0, 1, 5, 4), (1, 2, 6, 5), (2, 3, 7, 6), (3, 0, 4, 7))
-
-# Body colours (BGR) per class: an object's colour is drawn from its class's palette by its id,
-# so it keeps it from frame to frame and the colour alone does not give the class away.
-PALETTES: dict[str, tuple[tuple[int, int, int], ...]] = {
-    'car': (
-        (235, 235, 235),
-        (30, 30, 30),
-        (170, 170, 175),
-        (110, 110, 115),
-        (40, 40, 180),
-        (150, 60, 30),
-        (50, 90, 40),
-        (140, 170, 190),
-        (30, 100, 200),
-        (90, 40, 40),
-    ),
-    'truck': ((230, 230, 230), (40, 40, 170), (140, 70, 30), (40, 170, 220), (100, 100, 100)),
-    'pedestrian': (
-        (40, 40, 40),
-        (160, 80, 30),
-        (60, 60, 160),
-        (200, 200, 200),
-        (60, 120, 60),
-        (30, 150, 220),
-        (120, 90, 70),
-    ),
-    'bicycle': ((60, 180, 60), (40, 40, 40), (40, 40, 200), (200, 120, 40), (170, 170, 170)),
-    'static': ((200, 200, 200), (30, 200, 230), (90, 90, 90)),
-}
-
-
-@dataclasses.dataclass(frozen=True)
-class Look:
-    """Lighting and exposure of a rendered scene (the scenarios use the default; the detector's
-    training draws them at random, :func:`random_look`)."""
-
-    sky_bgr: tuple[float, float, float] = (235.0, 200.0, 150.0)
-    ground_bgr: tuple[float, float, float] = (95.0, 100.0, 100.0)
-    road_bgr: tuple[float, float, float] = (80.0, 82.0, 84.0)
-    sun: tuple[float, float, float] = (0.3, 0.5, 0.8)  # light direction (x fwd, y left, z up)
-    ambient: float = 0.45  # share of a face's brightness that does not depend on the sun
-    gain: float = 1.0  # exposure
-    noise: float = 3.0  # sensor noise std [grey levels]
-    palette_seed: int = 0  # shifts every object's colour choice
-
-
-def random_look(rng: np.random.Generator) -> Look:
-    """Day, dusk or overcast: sky, ground, sun, exposure and noise at random."""
-    kind = rng.choice(['day', 'dusk', 'overcast'], p=[0.5, 0.25, 0.25])
-    if kind == 'day':
-        sky, gain, ambient = (235.0, 200.0, 150.0), rng.uniform(0.85, 1.15), 0.45
-    elif kind == 'dusk':
-        sky, gain, ambient = (150.0, 140.0, 200.0), rng.uniform(0.5, 0.8), 0.55
-    else:
-        sky, gain, ambient = (200.0, 200.0, 195.0), rng.uniform(0.75, 1.0), 0.7
-    jitter = rng.uniform(0.85, 1.15, 3)
-    return Look(
-        sky_bgr=tuple(float(c) for c in np.array(sky) * jitter),  # type: ignore[arg-type]
-        ground_bgr=tuple(  # type: ignore[arg-type]
-            float(c)
-            for c in np.array([(60, 110, 80), (80, 100, 110), (110, 120, 120), (70, 130, 150)])[
-                rng.integers(0, 4)
-            ]
-            * rng.uniform(0.7, 1.2)
-        ),
-        road_bgr=tuple(float(c) for c in np.full(3, rng.uniform(55, 115)) + rng.uniform(-5, 5, 3)),  # type: ignore[arg-type]
-        sun=(float(rng.uniform(-1, 1)), float(rng.uniform(-1, 1)), float(rng.uniform(0.3, 1.0))),
-        ambient=ambient,
-        gain=float(gain),
-        noise=float(rng.uniform(1.0, 6.0)),
-        palette_seed=int(rng.integers(0, 1000)),
-    )
-
-
-def actor_bgr(cls: str, actor_id: int, look: Look) -> npt.NDArray[np.float32]:
-    """The body colour of an actor (its class's palette, chosen by its id)."""
-    palette = PALETTES[cls]
-    return np.array(palette[(actor_id * 7 + look.palette_seed) % len(palette)], np.float32)
-
-
-def render(
-    cam: CameraModel,
-    world: World,
-    t: float,
-    rng: np.random.Generator,
-    look: Look | None = None,
-) -> npt.NDArray[np.uint8]:
-    """One BGR frame: sky, road with lane markings, actors as shaded boxes, noise, exposure."""
-    look = look or Look()
-    h, w = cam.height, cam.width
-    ego = world.ego.at(t)
-    img = np.empty((h, w, 3), np.float32)
-    horizon = int(cam.cy)
-    sky = np.linspace(1.0, 0.6, horizon)[:, None, None] * np.array(look.sky_bgr, np.float32)
-    img[:horizon] = sky
-    ground = np.linspace(0.55, 1.0, h - horizon)[:, None, None] * np.array(
-        look.ground_bgr, np.float32
-    )
-    img[horizon:] = ground
-    # Road surface between the edges, lane markings (dashed between lanes, solid at the edges).
-    road = world.road
-    s_ahead = ego['s'] + np.linspace(-2.0, 120.0, 200)
-    right, left = road.edges()
-
-    def ground_pts(d: float, s: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-        x, y, _ = road.to_world(s, np.full_like(s, d))
-        c, sn = math.cos(ego['yaw']), math.sin(ego['yaw'])
-        dx, dy = x - ego['x'], y - ego['y']
-        return np.column_stack([c * dx + sn * dy, -sn * dx + c * dy, np.zeros(len(s))])
-
-    edge_r, edge_l = ground_pts(right, s_ahead), ground_pts(left, s_ahead)
-    poly = np.concatenate([edge_r, edge_l[::-1]])
-    uv, depth = cam.project(poly)
-    keep = depth > 0.5
-    if keep.sum() >= 3:
-        cv2.fillPoly(img, [np.round(uv[keep]).astype(np.int32)], look.road_bgr)
-    for k in range(road.lanes + 2):  # lane boundaries from the right edge to the left edge
-        d = right + k * road.lane_width
-        pts = ground_pts(d, s_ahead)
-        uv, depth = cam.project(pts)
-        solid = k in (0, road.lanes + 1)
-        for i in range(len(pts) - 1):
-            if depth[i] <= 0.5 or depth[i + 1] <= 0.5:
-                continue
-            if not solid and int(s_ahead[i] // 3.0) % 3 != 0:
-                continue  # dashes: 3 m paint every 9 m
-            p0, p1 = np.round(uv[i]).astype(int), np.round(uv[i + 1]).astype(int)
-            cv2.line(img, (int(p0[0]), int(p0[1])), (int(p1[0]), int(p1[1])), (230, 230, 230), 2)
-    # Actors, far to near (painter's algorithm), faces far to near within a box.
-    light = np.array(look.sun) / np.linalg.norm(look.sun)
-    boxes = []
-    for a in world.actors:
-        st = a.at(t)
-        corners = box_corners(st, a.size, ego)
-        if (corners[:, 0] - CAMERA_POS[0]).min() <= 0.8:
-            continue
-        boxes.append((float(np.linalg.norm(corners.mean(axis=0))), a, corners))
-    for _dist, a, corners in sorted(boxes, key=lambda b: -b[0]):
-        uv, _ = cam.project(corners)
-        centre = corners.mean(axis=0)
-        faces = []
-        for f in _FACES:
-            fc = corners[list(f)].mean(axis=0)
-            normal = fc - centre
-            normal /= np.linalg.norm(normal) + 1e-9
-            to_cam = np.array(CAMERA_POS) - fc
-            if normal @ to_cam <= 0:
-                continue  # facing away
-            faces.append((float(np.linalg.norm(to_cam)), f, normal))
-        base = actor_bgr(a.cls, a.id, look)
-        for _d, f, normal in sorted(faces, key=lambda x: -x[0]):
-            shade = look.ambient + (1.0 - look.ambient) * max(0.0, float(normal @ light))
-            poly = np.round(uv[list(f)]).astype(np.int32)
-            cv2.fillConvexPoly(img, poly, tuple(float(c) for c in base * shade))
-            cv2.polylines(img, [poly], True, tuple(float(c) for c in base * 0.3), 1)
-        if a.cls in ('car', 'truck'):  # a window band on the top third: simple texture
-            top = corners[4:] * np.array([1, 1, 1]) - np.array([0, 0, a.size[2] / 3])
-            band = np.concatenate([corners[4:], top[::-1]])
-            uvb, _ = cam.project(band)
-            hull = cv2.convexHull(np.round(uvb).astype(np.int32))
-            cv2.fillConvexPoly(img, hull, (70, 50, 40))
-    exposure = look.gain * (1.0 + 0.08 * math.sin(0.7 * t))
-    img *= exposure
-    img += rng.normal(0.0, look.noise, img.shape).astype(np.float32)
-    return np.clip(img, 0, 255).astype(np.uint8)
 
 
 def _azimuth_intervals(
@@ -371,7 +246,7 @@ def visibility(
 ) -> dict[int, dict[str, bool]]:
     """Per actor id: ``{'camera': bool, 'radar': bool}`` (field of view, range, occlusion)."""
     iv = _azimuth_intervals(world, t, CAMERA_POS[:2])
-    half_fov = math.atan2(cam.cx, cam.fx)
+    half_fov = cam.half_fov()
     fov = {
         aid: abs(az) < half_fov and r * math.cos(az) > 1.0 and r < CAMERA_MAX_RANGE_M
         for aid, (r, az, _, _) in iv.items()

@@ -36,6 +36,17 @@ SIZES = {  # length, width, height [m]
     'bicycle': (1.8, 0.6, 1.7),
     'static': (1.0, 1.0, 1.0),
 }
+# What an actor of a class looks like to the camera (the renderer's shapes,
+# :mod:`rt_fusion.core.scenario.render`): a scenario's ``body`` picks one, else the actor's id
+# does. Classes stay those the radar and the tracker know: a bus is a ``truck``, a motorcycle a
+# ``bicycle`` (a two-wheeler); an actor with ``siren: true`` carries a light bar on any body.
+BODIES = {
+    'car': ('sedan', 'hatchback', 'suv', 'van'),
+    'truck': ('box_truck', 'bus'),
+    'pedestrian': ('person',),
+    'bicycle': ('bicycle', 'motorcycle'),
+    'static': ('post',),
+}
 
 
 class ScenarioError(RtFusionError):
@@ -103,6 +114,7 @@ class Track:
     vx: npt.NDArray[np.float64]
     vy: npt.NDArray[np.float64]
     siren: bool = False
+    body: str = ''  # one of BODIES[cls]; empty: chosen by the id (:func:`body_of`)
 
     def at(self, t: float) -> dict[str, float]:
         """The state at time t (linear interpolation between samples)."""
@@ -146,6 +158,9 @@ def build_track(
     if cls not in CLASSES:
         raise ScenarioError(f'{where}: class {cls!r} is not one of {CLASSES}')
     size = tuple(float(v) for v in spec.get('size', SIZES[cls]))
+    body = str(spec.get('body', ''))
+    if body and body not in BODIES[cls]:
+        raise ScenarioError(f'{where}: body {body!r} of a {cls} is not one of {BODIES[cls]}')
     n = round(seconds / DT) + 2
     t: npt.NDArray[np.float64] = np.arange(n, dtype=np.float64) * DT
     v = np.full(n, float(_field(spec, 'speed', where, 0.0)))
@@ -201,7 +216,14 @@ def build_track(
         vx,
         vy,
         bool(spec.get('siren', False)),
+        body,
     )
+
+
+def body_of(track: Track) -> str:
+    """The actor's body: its scenario's ``body``, else one of its class's by its id."""
+    bodies = BODIES[track.cls]
+    return track.body or bodies[(track.id * 5 + 1) % len(bodies)]
 
 
 @dataclasses.dataclass
@@ -214,6 +236,10 @@ class World:
     actors: list[Track]
     seconds: float
     audio_events: list[dict[str, Any]]
+    # Roadside scenery the camera sees and no other sensor does (guard rails, lamp poles,
+    # buildings, trees; the renderer draws it from the road and the seed): items per 10 m and
+    # side relative to the default, 0 for none (a scenario's ``scenery: {density: ...}``).
+    scenery: float = 1.0
 
 
 ROADSIDE = {'spacing': 25.0, 'offset': 1.0, 'size': (0.3, 0.3, 1.2)}
@@ -268,7 +294,12 @@ def build_world(scenario: dict[str, Any], seconds: float) -> World:
     for a in actors:
         if a.siren:
             events.append({'kind': 'siren', 'at': 0.0, 'duration': seconds, 'source': a.id})
-    return World(str(scenario.get('name', 'scenario')), road, ego, actors, seconds, events)
+    density = float((scenario.get('scenery') or {}).get('density', 1.0))
+    if not math.isfinite(density) or density < 0:
+        raise ScenarioError(f'scenery.density: {density} is not a number >= 0')
+    return World(
+        str(scenario.get('name', 'scenario')), road, ego, actors, seconds, events, density
+    )
 
 
 def ego_frame(ego: dict[str, float], x: float, y: float) -> tuple[float, float]:
