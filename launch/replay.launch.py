@@ -88,10 +88,18 @@ def generate_launch_description() -> LaunchDescription:
 
     def nodes(context: LaunchContext) -> list[object]:
         config = LaunchConfiguration('config').perform(context)
-        graph.check_config(config)  # one file may serve the demo's graph too
+        sections = graph.check_config(config)  # one file may serve the demo's graph too
+        # A surround rig: the fusion's extra cameras (its ``cameras``), recorded beside the
+        # front camera's topic as /camera_<name>/... (tools/make_scenario.py --cameras 4).
+        extra = graph.fusion_cameras(sections)
         # Lists of strings cannot hold a substitution (launch joins them): resolved here.
         camera = LaunchConfiguration('camera_topic').perform(context)
-        listed = [graph.IMU_TOPIC, graph.RADAR_TOPIC, camera]
+        if extra and not camera.startswith('/camera/'):
+            raise ValueError(f'camera_topic {camera}: extra cameras need it under /camera/')
+        rig = {camera: graph.CAMERA_TOPIC} | {
+            camera.replace('/camera/', f'/camera_{n}/', 1): graph.camera_topic(n) for n in extra
+        }
+        listed = [graph.IMU_TOPIC, graph.RADAR_TOPIC, *rig]
         # The vehicle speed when the bag has it, and the microphone (the fusion's hearing) asked.
         with open_reader(LaunchConfiguration('bag').perform(context)) as reader:
             recorded = {c.topic for c in reader.connections}
@@ -101,13 +109,13 @@ def generate_launch_description() -> LaunchDescription:
             audio = audio and graph.AUDIO_TOPIC in recorded
         topics = {'topics': [*listed, *([graph.AUDIO_TOPIC] if audio else [])]}
         # Frames and microphone blocks through shared memory, as the sensor nodes send them.
-        shm_map = [f'{camera}->{graph.CAMERA_TOPIC}']
+        shm_map = [f'{bag}->{live}' for bag, live in rig.items()]
         if audio:
             shm_map.append(f'{graph.AUDIO_TOPIC}->{graph.AUDIO_TOPIC}')
         shm = {'shm': shm_map}
         return [
             graph.launch_node(graph.REPLAY, [replay_params, topics, shm]),
-            graph.launch_node(graph.FUSION, [config]),
+            graph.launch_node(graph.with_cameras(graph.FUSION, extra), [config]),
             graph.launch_node(graph.PLANNER, [config]),
         ]
 

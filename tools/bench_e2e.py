@@ -42,8 +42,13 @@ FUSION = 'fusion node (inputs complete → objects)'
 
 
 def lost(ledger: dict[str, Any]) -> int:
-    """Frames committed that were never fused, whatever the reason."""
-    return max(0, int(ledger.get('committed', 0)) - int(ledger.get('frames_fused', 0)))
+    """Frames committed that were never fused, whatever the reason: the front camera's, and
+    those of a surround rig's other cameras that were not fused with their front frame."""
+    front = max(0, int(ledger.get('committed', 0)) - int(ledger.get('frames_fused', 0)))
+    return front + sum(
+        max(0, int(e.get('committed', 0)) - int(e.get('used', 0)) - int(e.get('skipped', 0)))
+        for e in ledger.get('extra_cameras', {}).values()
+    )
 
 
 def plot(path: Path, samples: dict[str, dict[str, list[int]]], title: str) -> None:
@@ -99,8 +104,9 @@ def main(argv: list[str] | None = None) -> int:
         '--cameras',
         type=int,
         default=1,
-        choices=(1,),
-        help='cameras in the graph (more than one is not built yet: see the README)',
+        choices=(1, 4),
+        help='cameras in the graph (4: the surround rig, front, left, right, rear: each through '
+        'its own ring and the network)',
     )
     parser.add_argument(
         '--backend', default='onnxruntime', choices=('onnxruntime', 'torch', 'tensorrt', 'none')
@@ -122,6 +128,8 @@ def main(argv: list[str] | None = None) -> int:
         str(args.seconds),
         '--resolution',
         args.resolution,
+        '--cameras',
+        str(args.cameras),
         '--backend',
         args.backend,
         '--device',
@@ -148,8 +156,8 @@ def main(argv: list[str] | None = None) -> int:
     plot(
         args.out / 'e2e.png',
         samples,
-        f'rt_fusion vs conventional rclpy graph: {args.resolution} camera, {args.backend} on '
-        f'{args.device}, {args.scenario} {args.seconds:g} s',
+        f'rt_fusion vs conventional rclpy graph: {args.cameras} × {args.resolution} camera, '
+        f'{args.backend} on {args.device}, {args.scenario} {args.seconds:g} s',
     )
     report.console.print(f'plot: {args.out / "e2e.png"}')
     report.result_line(

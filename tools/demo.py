@@ -140,7 +140,7 @@ class Graph:
 class Probe:
     """A node in the demo process that records what the graph outputs."""
 
-    def __init__(self) -> None:
+    def __init__(self, cameras: tuple[str, ...] = ()) -> None:
         import rclpy  # noqa: PLC0415
         from diagnostic_msgs.msg import DiagnosticArray  # noqa: PLC0415
         from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: PLC0415
@@ -156,10 +156,22 @@ class Probe:
         self.plans: list[dict[str, Any]] = []
         self.hello = HELLO  # a writer's handshake descriptor: no frame
         self.seen = 0  # camera descriptors that arrived (committed: see the property)
-        self._last_sequence: dict[tuple[str, int], int] = {}  # per ring (segment, epoch)
+        self._last_sequence: dict[tuple[str, str, int], int] = {}  # (camera, segment, epoch)
         self.ledger: dict[str, int] = {}  # the fusion node's frame ledger (its diagnostics)
         self.stages: dict[str, str] = {}  # and its stage times
-        self.node.create_subscription(ShmFrame, '/camera/out/image/shm', self._on_frame, qos)
+        self.node.create_subscription(
+            ShmFrame, '/camera/out/image/shm', functools.partial(self._on_frame, ''), qos
+        )
+        # A surround rig's other cameras (fusion_node's ``cameras``): their frames committed.
+        self.cameras = cameras
+        self.extra_ledger: dict[str, dict[str, int]] = {}
+        for name in cameras:
+            self.node.create_subscription(
+                ShmFrame,
+                f'/camera_{name}/out/image/shm',
+                functools.partial(self._on_frame, name),
+                qos,
+            )
         self.node.create_subscription(DiagnosticArray, '/diagnostics', self._on_diag, 20)
         for name in self.objects:
             self.node.create_subscription(
@@ -167,10 +179,11 @@ class Probe:
             )
         self.node.create_subscription(Trajectory, '/planner/out/trajectory', self._on_plan, qos)
 
-    def _on_frame(self, m: Any) -> None:
+    def _on_frame(self, camera: str, m: Any) -> None:
         if m.encoding != self.hello:
-            self.seen += 1
-            ring = (m.segment, m.segment_epoch_ns)
+            if not camera:
+                self.seen += 1
+            ring = (camera, m.segment, m.segment_epoch_ns)
             self._last_sequence[ring] = max(self._last_sequence.get(ring, -1), m.sequence)
 
     @property
@@ -178,13 +191,21 @@ class Probe:
         """Camera frames committed: the ring's sequence numbers say how many, so a descriptor
         this probe missed (a loaded machine: the writer keeps only a ring's worth of them for
         late readers) is still counted."""
-        return max(self.seen, sum(last + 1 for last in self._last_sequence.values()))
+        return max(self.seen, self.committed_by(''))
+
+    def committed_by(self, camera: str) -> int:
+        """Frames committed by one camera ('': the front one), from its rings' sequences."""
+        return sum(last + 1 for (c, *_ring), last in self._last_sequence.items() if c == camera)
 
     def _on_diag(self, m: Any) -> None:
         from rt_fusion.ros import diagnostics  # noqa: PLC0415
 
         for _status, values in diagnostics.statuses(m, 'fusion'):
             self.ledger = {k: int(v) for k, v in values.items() if k.startswith('frames_')}
+            for name in self.cameras:  # 'delivered 12, used 11, ...'
+                text = values.get(f'camera_{name}', '')
+                pairs = (item.rsplit(' ', 1) for item in text.split(', ') if ' ' in item)
+                self.extra_ledger[name] = {k: int(v) for k, v in pairs}
             # where the fusion node's time goes after inference (its own P50/P99 per stage)
             self.stages = {
                 k: values[k]
@@ -200,6 +221,10 @@ class Probe:
         led = self.ledger
         if not led or led.get('frames_in_flight', 1) != 0:
             return False
+        for name in self.cameras:
+            extra = self.extra_ledger.get(name, {})
+            if extra.get('in_flight', 1) or extra.get('queued', 1):
+                return False
         fusion_saw = led['frames_delivered'] + led['frames_overrun'] + led.get('frames_stale', 0)
         return fusion_saw == self.committed
 
@@ -291,6 +316,7 @@ def make_scenario_bag(args: argparse.Namespace) -> tuple[Path, float]:
             ROOT / 'config' / 'scenarios',
             log=report.console.print,
             resolution=args.resolution,
+            cameras=args.cameras,
         )
     except (ScenarioError, ValueError) as err:
         raise SystemExit(f'demo: {err}') from err
@@ -388,6 +414,7 @@ def scenario_params(args: argparse.Namespace, conventional: bool, path: Path) ->
         backend=args.backend,
         device=args.device,
         infer_period_s=infer_period(args),
+        cameras=args.cameras,
     )
 
 
@@ -426,7 +453,7 @@ def run_scenario_graph(
     del ego_speed  # the fusion estimates it (radar, IMU): the scenario's is not given
     logs = args.out / 'logs' / ('conventional' if conventional else 'rt_fusion')
     config = scenario_params(args, conventional, logs / 'params.yaml')
-    probe = Probe()
+    probe = Probe(extra_cameras(args))
     latched = QoSProfile(
         depth=1,
         reliability=ReliabilityPolicy.RELIABLE,
@@ -704,6 +731,28 @@ def frame_ledger(probe: Probe) -> dict[str, Any]:
         )
         and led.get(key)
     }
+    # A surround rig's other cameras: a frame is used with its front frame, skipped with it
+    # (the detector's period), torn, or unmatched; unmatched frames beyond the front frames the
+    # aligner dropped (their partners) are lost, as are those the transport lost.
+    anchor_dropped = sum(
+        led.get(k, 0) for k in ('frames_queue_dropped', 'frames_late', 'frames_out_of_order')
+    )
+    extra: dict[str, dict[str, int]] = {}
+    for name in probe.cameras:
+        e = dict(probe.extra_ledger.get(name, {}))
+        e['committed'] = probe.committed_by(name)
+        e['transport_lost'] = max(0, e['committed'] - e.get('delivered', 0) - e.get('overrun', 0))
+        e['lost'] = (
+            e['transport_lost']
+            + max(0, e.get('unmatched', 0) - anchor_dropped)
+            + e.get('failed', 0)
+            + e.get('in_flight', 0)
+        )
+        extra[name] = e
+        if e['lost']:
+            led['unexplained'][f'camera {name}: frames lost'] = e['lost']
+    if extra:
+        led['extra_cameras'] = extra
     return led
 
 
@@ -717,7 +766,31 @@ def ledger_table(ledgers: dict[str, dict[str, Any]]) -> Any:
         table.add_column(run, justify='right')
     for key, label in LEDGER_STAGES:
         table.add_row(label, *(str(led.get(key, '-')) for led in ledgers.values()))
+    names = sorted({n for led in ledgers.values() for n in led.get('extra_cameras', {})})
+    for name in names:
+        for key in ('committed', 'used', 'skipped', 'torn', 'unmatched', 'missing', 'lost'):
+            table.add_row(
+                f'camera {name}: {key}',
+                *(
+                    str(led.get('extra_cameras', {}).get(name, {}).get(key, '-'))
+                    for led in ledgers.values()
+                ),
+            )
     return table
+
+
+def launching_available() -> bool:
+    """Whether launch/launch_ros are installed (the rig's graph is built by replay.launch.py)."""
+    from rt_fusion.ros import launching  # noqa: PLC0415
+
+    return bool(launching.available())
+
+
+def extra_cameras(args: argparse.Namespace) -> tuple[str, ...]:
+    """The surround rig's cameras beside the front one (``--cameras``)."""
+    from rt_fusion.core.scenario.sensors import RIG  # noqa: PLC0415
+
+    return RIG[1 : args.cameras]
 
 
 def scene_png(path: Path, probe: Probe) -> None:
@@ -785,6 +858,14 @@ def main(argv: list[str] | None = None) -> int:
         'frame is 6.2 MB and the copies the conventional graph makes show)',
     )
     parser.add_argument(
+        '--cameras',
+        type=int,
+        default=1,
+        choices=(1, 4),
+        help='cameras of the scenario (4: front, left, right, rear, all at --resolution, each '
+        'through its own ring and the network; the front one anchors the alignment)',
+    )
+    parser.add_argument(
         '--frames',
         type=int,
         default=200,
@@ -834,6 +915,8 @@ def main(argv: list[str] | None = None) -> int:
         _recordings(args.data)
         runs = {name: run_graph(args, args.data, env, conv) for name, conv in phases.items()}
     else:
+        if args.cameras > 1 and not launching_available():
+            raise SystemExit('demo: --cameras 4 needs launch/launch_ros (make setup)')
         bag, ego_speed = make_scenario_bag(args)
         args.frames = int(args.seconds * 30)
         runs = {
@@ -919,6 +1002,7 @@ def main(argv: list[str] | None = None) -> int:
             'frames': args.frames,
             'source': args.source,
             'resolution': list(args.resolution) if args.source == 'scenario' else None,
+            'cameras': args.cameras if args.source == 'scenario' else 1,
             'warmup_frames': args.warmup_frames,
             'elapsed_s': elapsed,
             'fused': {n: len(r[0].objects['fusion']) for n, r in runs.items()},
@@ -971,6 +1055,7 @@ def main(argv: list[str] | None = None) -> int:
         resolution=f'{args.resolution[0]}x{args.resolution[1]}'
         if args.source == 'scenario'
         else 'video',
+        cameras=args.cameras if args.source == 'scenario' else 1,
     )
     e2e = samples['rt_fusion'][e2e_name]
     # Frames dropped by a configured bound (the aligner's queue behind a slow CPU detector, a ring

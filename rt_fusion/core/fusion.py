@@ -140,6 +140,23 @@ class FusionParams:
         default=(0.0, 0.0, 0.0, 0.0, 0.0),
         calibration=True,
     )
+    extra_camera_x: tuple[float, ...] = param(
+        "positions ahead of base_link of the extra cameras (fusion_node's cameras, in its "
+        "order; each a camera of the front one's intrinsics and lens)",
+        unit='m',
+        default=(),
+    )
+    extra_camera_y: tuple[float, ...] = param(
+        'positions left of base_link of the extra cameras', unit='m', default=()
+    )
+    extra_camera_height: tuple[float, ...] = param(
+        'heights above the road of the extra cameras', unit='m', default=()
+    )
+    extra_camera_yaw: tuple[float, ...] = param(
+        'yaws of the extra cameras relative to base_link (left pi/2, right -pi/2, rear pi)',
+        unit='rad',
+        default=(),
+    )
     evidence_channel: int = param(
         'output channel read as camera evidence (a model without a decoder section)',
         default=0,
@@ -236,6 +253,30 @@ class FusionParams:
         d = self.distortion
         if len(d) not in (4, 5) or not all(math.isfinite(v) and abs(v) < 10 for v in d):
             raise ParameterError('distortion', d, 'want 4 or 5 finite plumb_bob coefficients')
+        n = len(self.extra_camera_x)
+        for name in ('extra_camera_y', 'extra_camera_height', 'extra_camera_yaw'):
+            v = getattr(self, name)
+            if len(v) != n:
+                raise ParameterError(name, v, f'one per extra camera: extra_camera_x has {n}')
+            if not all(math.isfinite(x) for x in v):
+                raise ParameterError(name, v, 'not finite')
+        if not all(h > 0.1 for h in self.extra_camera_height):
+            raise ParameterError('extra_camera_height', self.extra_camera_height, 'want > 0.1 m')
+
+    def extra_geometries(self) -> list[CameraGeometry]:
+        """The extra cameras' geometries, in order (the front camera's intrinsics and lens)."""
+        return [
+            CameraGeometry(
+                self.fx, self.fy, self.cx, self.cy, x, h, y, tuple(self.distortion), yaw
+            )
+            for x, y, h, yaw in zip(
+                self.extra_camera_x,
+                self.extra_camera_y,
+                self.extra_camera_height,
+                self.extra_camera_yaw,
+                strict=True,
+            )
+        ]
 
 
 @dataclasses.dataclass(slots=True)
@@ -488,15 +529,19 @@ class FusionEngine:
         self.tracker.step(scan_ns, dets, birth=known)
 
     def camera_block(
-        self, cams: Sequence[CameraDetection], pose: tuple[float, float, float]
+        self,
+        cams: Sequence[CameraDetection],
+        pose: tuple[float, float, float],
+        geo: CameraGeometry | None = None,
     ) -> Detections:
         """A camera frame's detections as the tracker's block, in ``odom`` at ``pose`` (x, y,
         yaw), vectorised: each placed on the vehicle frame as :func:`camera_to_vehicle` does
         (along its keypoint's ray with a regressed depth, else on the flat road below its box
         plus half its class's length), dropped when its class is unknown, it is not on the road
         ahead or beyond ``camera_max_range_m``; position only (a post: known to stand still),
-        its error along the line of sight growing with range (monocular depth)."""
-        p, geo = self.p, self.geometry
+        its error along the line of sight growing with range (monocular depth). ``geo``: the
+        camera that saw them (default the front one; an extra camera's is turned by its yaw)."""
+        p, geo = self.p, geo or self.geometry
         if not cams:
             return Detections(np.zeros((0, tk.DET_WIDTH)))
         a = np.array(
@@ -515,16 +560,21 @@ class FusionEngine:
         road_depth = geo.fy * geo.height / np.where(below > 1.0, below, 1.0) + _SIZES[cls, 0] / 2
         depth = np.where(regressed, a[:, 8], road_depth)
         u = np.where(regressed, a[:, 6], 0.5 * (a[:, 2] + a[:, 4]))
-        x = geo.x + depth
-        y = geo.y - (u - geo.cx) * depth / geo.fx
-        rng = np.hypot(depth, y - geo.y)
+        lateral = -(u - geo.cx) * depth / geo.fx  # left of the camera's axis
+        if geo.yaw:
+            cy_, sy_ = math.cos(geo.yaw), math.sin(geo.yaw)
+            x = geo.x + cy_ * depth - sy_ * lateral
+            y = geo.y + sy_ * depth + cy_ * lateral
+        else:
+            x, y = geo.x + depth, geo.y + lateral
+        rng = np.hypot(depth, lateral)
         keep = (cls != CLASS_UNKNOWN) & on_road & (rng <= p.camera_max_range_m)
         cls, x, y, rng, score = cls[keep], x[keep], y[keep], rng[keep], a[keep, 1]
         ox, oy, oyaw = pose
         c, s = math.cos(oyaw), math.sin(oyaw)
         along = p.camera_position_std_m + p.camera_range_std * rng
         across = p.camera_position_std_m + p.camera_bearing_std * rng
-        bearing = oyaw + np.arctan2(y, x - p.camera_x)
+        bearing = oyaw + np.arctan2(y - geo.y, x - geo.x)
         bc, bs = np.cos(bearing), np.sin(bearing)
         a2, c2 = along**2, across**2
         still = np.where(cls == CLASS_STATIC, 0.0, np.nan)
@@ -543,20 +593,39 @@ class FusionEngine:
         block[:, tk.DBIRTH] = (score >= p.camera_birth_score) & (rng <= p.camera_birth_range_m)
         return Detections(block)
 
-    def _track_camera(self, stamp_ns: int, cams: list[CameraDetection], width: int) -> None:
-        """A camera frame's detections: one tracker step at the frame time, position only."""
+    def _track_camera(
+        self,
+        stamp_ns: int,
+        cams: list[CameraDetection],
+        width: int,
+        extra: Sequence[tuple[CameraGeometry, list[CameraDetection]]] = (),
+    ) -> None:
+        """A camera frame's detections (and those of the extra cameras' frames of the same
+        time, each placed by its own mounting): one tracker step at the frame time, position
+        only. A track counts as seen (a miss when unmatched) inside any of the cameras' views."""
         p = self.p
         ox, oy, oyaw = self.motion.pose_at(stamp_ns)
         c, s = math.cos(oyaw), math.sin(oyaw)
         dets = self.camera_block(cams, (ox, oy, oyaw))
+        views = [self.geometry] + [geo for geo, _ in extra]
+        if extra:
+            blocks = [dets.block] + [
+                self.camera_block(more, (ox, oy, oyaw), geo).block for geo, more in extra
+            ]
+            dets = Detections(np.concatenate(blocks))
 
         def covers(xy: npt.NDArray[np.float64]) -> npt.NDArray[np.bool_]:
             dx, dy = xy[:, 0] - ox, xy[:, 1] - oy
             x, y = c * dx + s * dy, -s * dx + c * dy
-            depth = x - p.camera_x
-            inside = (depth > 1.0) & (np.hypot(x, y) <= p.camera_max_range_m)
-            u = p.cx - p.fx * y / np.where(inside, depth, 1.0)
-            ok: npt.NDArray[np.bool_] = inside & (u >= 0.0) & (u < width)
+            near = np.hypot(x, y) <= p.camera_max_range_m
+            ok: npt.NDArray[np.bool_] = np.zeros(len(x), bool)
+            for geo in views:
+                cg, sg = math.cos(geo.yaw), math.sin(geo.yaw)
+                ahead = cg * (x - geo.x) + sg * (y - geo.y)
+                left = -sg * (x - geo.x) + cg * (y - geo.y)
+                inside = near & (ahead > 1.0)
+                u = geo.cx - geo.fx * left / np.where(inside, ahead, 1.0)
+                ok |= inside & (u >= 0.0) & (u < width)
             return ok
 
         # Position-only detections need no ego speed to start a track (radar ones do).
@@ -589,9 +658,12 @@ class FusionEngine:
         input_hw: tuple[int, int] = (384, 640),
         *,
         detections: list[CameraDetection] | None = None,
+        extra: Sequence[tuple[CameraGeometry, list[CameraDetection]]] = (),
     ) -> FusedFrame:
         """One frame; ``network_output`` is the model's output for the decoder (or None), or
-        ``detections`` its decoded detections (a caller timing the decoder on its own)."""
+        ``detections`` its decoded detections (a caller timing the decoder on its own);
+        ``extra``: the detections of the extra cameras' frames of the same time, each with its
+        camera (:meth:`FusionParams.extra_geometries`)."""
         self._advance_ego(frame)
         evidence = None
         cams: list[CameraDetection] | None = None
@@ -614,7 +686,7 @@ class FusionEngine:
             if self.p.output == 'tracks':
                 self._track(radar.scan_stamp_ns, self._scans.get(radar.scan_stamp_ns, []))
         if self.p.output == 'tracks' and cams is not None:
-            self._track_camera(frame.stamp_ns, cams, input_hw[1])
+            self._track_camera(frame.stamp_ns, cams, input_hw[1], extra)
         if self.p.output == 'tracks':
             radar_dt = radar.dt_ns if radar is not None else 0
             e = self.ego

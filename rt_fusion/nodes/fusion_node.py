@@ -28,9 +28,12 @@ All the work happens in one worker thread (the executor only queues inputs), whi
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
+import functools
 import math
+import re
 import sys
 import threading
 import time
@@ -49,7 +52,7 @@ from rt_fusion.core.fusion import FusedFrame, FusionEngine, FusionParams, RadarO
 from rt_fusion.core.latency import DIAG_WINDOW, LatencyRecorder
 from rt_fusion.core.params import param
 from rt_fusion.core.perception import tracker
-from rt_fusion.core.perception.decoders import decode
+from rt_fusion.core.perception.decoders import CameraDetection, CameraGeometry, decode
 from rt_fusion.core.perception.hearing import HearingParams
 from rt_fusion.core.sync import AlignedFrame, Aligner, SyncParams
 from rt_fusion.inference.hearing import load_hearing_model
@@ -119,6 +122,21 @@ class FusionNodeParams:
         "hearing model spec YAML for ~/in/audio ('': no hearing; relative: as model)",
         default='models/rtf_hearing.yaml',
     )
+    cameras: tuple[str, ...] = param(
+        'extra cameras beside ~/in/camera (the anchor of the alignment): the frames of each on '
+        '~/in/camera_<name> (a ShmPublisher stream), mounted as fusion.extra_camera_* say (in '
+        'this order); each anchor frame takes the frame of the same time (camera_match_s) of '
+        'every extra camera, waiting at most sync.max_wait_s for it, and runs the network on it',
+        default=(),
+    )
+    camera_match_s: float = param(
+        "an extra camera's frame belongs to the anchor frame within this of its stamp (the "
+        'cameras of a rig are triggered together)',
+        unit='s',
+        default=0.01,
+        low=0.0,
+        high=0.1,
+    )
     ack_topic: str = param(
         'lock-step replays: after each input is taken in (a frame: once its objects are out, '
         "or it was dropped) publish std_msgs/UInt64 here, for replay_node's ack_topic ('': off)",
@@ -128,6 +146,44 @@ class FusionNodeParams:
 
 #: [s] the worker pre-faults its memory after its first frame, or this long without one.
 PREFAULT_IDLE_S = 1.0
+#: Frames of an extra camera kept waiting for their anchor frame, as a multiple of the anchor
+#: frames the aligner queues (sync.camera_queue): those and the ones it released to the worker
+#: at once. A frame older than the anchor frame being fused is dropped as unmatched first.
+EXTRA_QUEUE_FACTOR = 3
+
+
+@dataclasses.dataclass
+class ExtraCamera:
+    """An extra camera of the rig: its subscription, waiting frames and where its frames went
+    (each counted once: used, skipped by infer_period_s, torn, unmatched, or still queued)."""
+
+    name: str
+    geometry: CameraGeometry
+    sub: ShmSubscription | None = None
+    queue: collections.deque[Any] = dataclasses.field(default_factory=collections.deque)
+    used: int = 0
+    skipped: int = 0
+    torn: int = 0
+    failed: int = 0  # the network failed on it
+    unmatched: int = 0  # never matched an anchor frame (too late, or beyond the queue)
+    missing: int = 0  # anchor frames that found no frame of this camera in time
+
+    def ledger(self) -> dict[str, int]:
+        """Its frames, stage by stage (``lost``: delivered and neither used nor explained)."""
+        delivered = self.sub.stats.delivered if self.sub is not None else 0
+        done = self.used + self.skipped + self.torn + self.failed + self.unmatched
+        return {
+            'delivered': delivered,
+            'used': self.used,
+            'skipped': self.skipped,
+            'torn': self.torn,
+            'failed': self.failed,
+            'unmatched': self.unmatched,
+            'queued': len(self.queue),
+            'in_flight': max(0, delivered - done - len(self.queue)),
+            'overrun': self.sub.stats.overruns if self.sub is not None else 0,
+            'missing': self.missing,
+        }
 
 
 class FusionNode(node_utils.DeviceNode):
@@ -151,8 +207,9 @@ class FusionNode(node_utils.DeviceNode):
         # Where a frame's time goes after inference: fusion, message building, the two publishes.
         self.stage_ns = {
             name: LatencyRecorder(DIAG_WINDOW, wrap=True)
-            for name in ('decode', 'fuse', 'messages', 'odometry', 'objects')
+            for name in ('decode', 'cameras', 'fuse', 'messages', 'odometry', 'objects')
         }
+        self.extra: list[ExtraCamera] = []
         self.frames = self.torn = self.inference_errors = self.infer_skipped = 0
         self.camera_less = 0  # frames fused without their camera frame (gone, or torn)
         self._last_infer_ns = -(2**62)
@@ -198,6 +255,22 @@ class FusionNode(node_utils.DeviceNode):
         self.aligner = Aligner(self.sync_params)
         tracker.defer_compiled()  # numba is loaded once the node is active (see activate)
         self.engine = FusionEngine(fusion_params)
+        for name in p.cameras:
+            if not re.fullmatch(r'[a-z][a-z0-9_]*', name) or p.cameras.count(name) > 1:
+                raise ParameterError(
+                    'cameras', p.cameras, f'{name!r}: distinct names of [a-z][a-z0-9_]*'
+                )
+        if len(p.cameras) != len(fusion_params.extra_camera_x):
+            raise ParameterError(
+                'cameras',
+                p.cameras,
+                f'{len(p.cameras)} extra cameras, but fusion.extra_camera_x has '
+                f'{len(fusion_params.extra_camera_x)} mountings',
+            )
+        self.extra = [
+            ExtraCamera(name, geo)
+            for name, geo in zip(p.cameras, fusion_params.extra_geometries(), strict=True)
+        ]
         self.runner = None
         self.input_hw = DEFAULT_INPUT_HW
         if p.backend != 'none':
@@ -310,6 +383,14 @@ class FusionNode(node_utils.DeviceNode):
             transport=p.camera_transport,
             fast_path=p.camera_fast_path,
         )
+        for cam in self.extra:
+            cam.sub = ShmSubscription(
+                self,
+                f'~/in/camera_{cam.name}',
+                functools.partial(self._on_extra_frame, cam),
+                transport=p.camera_transport,
+                fast_path=p.camera_fast_path,
+            )
         if self.runner is not None:
             try:
                 self.runner.wait_warm()
@@ -346,6 +427,12 @@ class FusionNode(node_utils.DeviceNode):
         if self.camera is not None:
             self.camera.destroy()
             self.camera = None
+        for cam in self.extra:
+            while cam.queue:
+                cam.queue.popleft()[1].release()
+            if cam.sub is not None:
+                cam.sub.destroy()
+                cam.sub = None
         if self.runner is not None:
             self.runner.release()
             self.runner = None
@@ -371,6 +458,46 @@ class FusionNode(node_utils.DeviceNode):
         with self._cond:
             self.aligner.push_camera(frame.desc.stamp_ns, frame, time.time_ns())
             self._cond.notify()
+
+    def _on_extra_frame(self, cam: ExtraCamera, frame: Any, path: str) -> None:
+        del path
+        with self._cond:
+            cam.queue.append((frame.desc.stamp_ns, frame))
+            if len(cam.queue) > EXTRA_QUEUE_FACTOR * self.sync_params.camera_queue:
+                # its anchor frame never came, or the aligner dropped it: not used
+                cam.queue.popleft()[1].release()
+                cam.unmatched += 1
+            self._cond.notify()
+
+    def _extra_frames(self, stamp_ns: int) -> list[tuple[ExtraCamera, Any]]:
+        """The frame of each extra camera that belongs to the anchor frame at ``stamp_ns``,
+        waiting at most ``sync.max_wait_s`` for those not there yet (missing: counted, and the
+        frame fused without them). Older frames are dropped as unmatched."""
+        tol = round(self.params.camera_match_s * 1e9)
+        deadline = time.monotonic() + self.sync_params.max_wait_s
+        found: dict[str, Any] = {}
+        with self._cond:
+            while True:
+                for cam in self.extra:
+                    if cam.name in found:
+                        continue
+                    q = cam.queue
+                    while q and q[0][0] < stamp_ns - tol:
+                        q.popleft()[1].release()
+                        cam.unmatched += 1
+                    if q and q[0][0] <= stamp_ns + tol:
+                        found[cam.name] = q.popleft()[1]
+                left = deadline - time.monotonic()
+                if len(found) == len(self.extra) or left <= 0 or self._stop.is_set():
+                    break
+                self._cond.wait(min(left, self.params.poll_period_s))
+        out = []
+        for cam in self.extra:
+            if cam.name in found:
+                out.append((cam, found[cam.name]))
+            else:
+                cam.missing += 1
+        return out
 
     def _reject(self, reason: str) -> None:
         self.rejected[reason] = self.rejected.get(reason, 0) + 1
@@ -486,12 +613,13 @@ class FusionNode(node_utils.DeviceNode):
                 if prefault_at < math.inf:  # not done yet: after the first frame
                     prefault_at = 0.0
 
-    def _infer(self, frame: Any) -> Any:
+    def _infer(self, frame: Any, sub: ShmSubscription | None = None) -> Any:
         if self.runner is None:
             return None
         desc = frame.desc
-        if self.runner.cuda and desc.segment and self.camera is not None:
-            reader = self.camera.reader_of(desc.segment)
+        sub = sub or self.camera
+        if self.runner.cuda and desc.segment and sub is not None:
+            reader = sub.reader_of(desc.segment)
             if reader is not None:
                 failed = self.runner.pin((desc.segment, desc.segment_epoch_ns), reader.slot_range)
                 if failed:
@@ -542,7 +670,12 @@ class FusionNode(node_utils.DeviceNode):
             t2 = time.perf_counter_ns()
             self.stage_ns['decode'].record(t2 - t1)
             t1 = t2
-        fused = self.engine.fuse(aligned, out, self.input_hw, detections=detections)
+        extra = self._extra_detections(aligned, camera, skip) if self.extra else []
+        if self.extra:
+            t2 = time.perf_counter_ns()
+            self.stage_ns['cameras'].record(t2 - t1)
+            t1 = t2
+        fused = self.engine.fuse(aligned, out, self.input_hw, detections=detections, extra=extra)
         for m in fused.missing:
             self.missing[m] = self.missing.get(m, 0) + 1
         self.stage_ns['fuse'].record(time.perf_counter_ns() - t1)
@@ -554,6 +687,40 @@ class FusionNode(node_utils.DeviceNode):
             inference_done_ns=inferred_ns,
         )
         self._publish(fused, released_ns, lineage)
+
+    def _extra_detections(
+        self, aligned: AlignedFrame, camera: bool, skip: bool
+    ) -> list[tuple[CameraGeometry, list[CameraDetection]]]:
+        """The extra cameras' frames of this frame's time through the network (when the anchor
+        frame's ran), each one's detections with its camera."""
+        if not camera:
+            return []
+        out: list[tuple[CameraGeometry, list[CameraDetection]]] = []
+        for cam, frame in self._extra_frames(aligned.stamp_ns):
+            try:
+                if skip or self.runner is None:
+                    result = None
+                    if skip:
+                        cam.skipped += 1
+                else:
+                    result = self._infer(frame, cam.sub)
+            except (ModelError, RuntimeError) as err:
+                cam.failed += 1
+                self.inference_errors += 1
+                self.get_logger().error(
+                    f'inference failed (camera {cam.name}): {err}', throttle_duration_sec=5.0
+                )
+                continue
+            finally:
+                frame.release()
+            if result is False:
+                cam.torn += 1
+                continue
+            if not skip:
+                cam.used += 1
+            if result is not None and self.engine.decoder is not None:
+                out.append((cam.geometry, decode(result, self.engine.decoder, self.input_hw)))
+        return out
 
     def _publish(self, fused: FusedFrame, released_ns: int, lineage: Lineage) -> None:
         t0 = time.perf_counter_ns()
@@ -679,6 +846,10 @@ class FusionNode(node_utils.DeviceNode):
                 f'gyro {gyro_rms:.4f} rad/s, accel {accel_rms:.3f} m/s² ({ex.checked} checked)'
             )
         values.update(self.frame_ledger())
+        for extra in self.extra:
+            values[f'camera_{extra.name}'] = ', '.join(
+                f'{k} {v}' for k, v in extra.ledger().items()
+            )
         if self.hearing is not None:
             values.update(self.hearing.diagnostics())
         level = (

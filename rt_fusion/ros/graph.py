@@ -123,6 +123,26 @@ CLOSED_LOOP = (SIM, FUSION, PLANNER)
 KNOWN_SECTIONS = (*(n.name for n in (*VEHICLE, REPLAY, SIM)), 'fusion_rclpy')
 
 
+def camera_topic(name: str) -> str:
+    """The live topic (ShmPublisher base) of a rig camera: CAMERA_TOPIC for the front one,
+    ``/camera_<name>/out/image`` for the others (fusion_node's ``cameras``)."""
+    return CAMERA_TOPIC if name == 'front' else f'/camera_{name}/out/image'
+
+
+def fusion_cameras(sections: dict[str, Any]) -> tuple[str, ...]:
+    """The extra cameras that a parameter file's fusion section names (its ``cameras``)."""
+    for pattern, values in sections.items():
+        if pattern.lstrip('/').rsplit('/', 1)[-1] == FUSION.name and isinstance(values, dict):
+            return tuple(values.get('cameras') or ())
+    return ()
+
+
+def with_cameras(node: GraphNode, cameras: Iterable[str]) -> GraphNode:
+    """The fusion node with its extra cameras' inputs (``~/in/camera_<name>``) connected."""
+    extra = tuple((f'~/in/camera_{n}', camera_topic(n)) for n in cameras)
+    return dataclasses.replace(node, remappings=node.remappings + extra)
+
+
 def check_config(path: str | Path, nodes: Iterable[GraphNode] | None = None) -> dict[str, Any]:
     """Loads a graph's parameter file, failing on a section for a node the graph lacks.
 

@@ -23,10 +23,12 @@ def scenario_bag(
     scenarios: Path,
     log: Callable[[str], None] = print,
     resolution: tuple[int, int] = (1920, 1080),
+    cameras: int = 1,
 ) -> tuple[Path, float]:
-    """The bag of scenario ``name`` (built-in under ``scenarios``, or a YAML path) with a
-    ``resolution`` (width, height) camera, generated into ``out`` once per name, length and
-    resolution (seed 0); returns it and the ego's speed.
+    """The bag of scenario ``name`` (built-in under ``scenarios``, or a YAML path) with
+    ``cameras`` cameras (1, or 4: the surround rig) of ``resolution`` (width, height),
+    generated into ``out`` once per name, length, resolution and cameras (seed 0); returns it
+    and the ego's speed.
 
     Raises:
         ScenarioError: an unknown scenario or a bad description.
@@ -44,6 +46,7 @@ def scenario_bag(
         'seconds': seconds,
         'seed': 0,
         'camera_size': list(resolution),
+        'cameras': cameras,
     }
     fresh = truth.exists() and all(
         json.loads(truth.read_text()).get(k) == v for k, v in key.items()
@@ -52,9 +55,11 @@ def scenario_bag(
         shutil.rmtree(out, ignore_errors=True)
         log(
             f'generating the {scenario.get("name")} scenario ({seconds:g} s, camera '
-            f'{resolution[0]}×{resolution[1]})'
+            f'{resolution[0]}×{resolution[1]}' + (f' × {cameras})' if cameras > 1 else ')')
         )
-        generate(scenario, seconds, 0, out, camera=camera)
+        # The frames rendered on every CPU (the same bag as on one).
+        workers = min(os.cpu_count() or 1, 16)
+        generate(scenario, seconds, 0, out, camera=camera, cameras=cameras, workers=workers)
     return out / 'bag', float(scenario['ego'].get('speed', 0.0))
 
 
@@ -74,9 +79,11 @@ def graph_params(
     backend: str,
     device: str,
     infer_period_s: float,
+    cameras: int = 1,
 ) -> Path:
     """The fusion and planner sections of ``config`` (config/replay.yaml) for one run, with the
-    backend, device and detector period set, written to ``path``.
+    backend, device and detector period set, written to ``path``; ``cameras`` 4: the fusion
+    takes the scenario's surround rig too (its mountings from ``sensors.MOUNTS``).
 
     ``conventional``: the fusion node takes the frames as sensor_msgs/Image over rclpy (the
     ``fusion_rclpy`` section, under the node name ``fusion``). SCHED_FIFO 50 for the planner
@@ -87,6 +94,18 @@ def graph_params(
     sections = params_file.load(config)
     fusion = dict(sections['fusion_rclpy' if conventional else 'fusion'])
     fusion.update(backend=backend, device=device, infer_period_s=infer_period_s)
+    if cameras > 1:
+        from rt_fusion.core.scenario.sensors import MOUNTS, RIG  # noqa: PLC0415
+
+        extra = RIG[1:cameras]
+        fusion['cameras'] = list(extra)
+        fusion['fusion'] = {
+            **fusion.get('fusion', {}),
+            'extra_camera_x': [MOUNTS[n][0] for n in extra],
+            'extra_camera_y': [MOUNTS[n][1] for n in extra],
+            'extra_camera_height': [MOUNTS[n][2] for n in extra],
+            'extra_camera_yaw': [MOUNTS[n][3] for n in extra],
+        }
     planner = dict(sections['planner'])
     if fifo_planner():
         planner['rt'] = {**planner.get('rt', {}), 'rt_priority': 50}

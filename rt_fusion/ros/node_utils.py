@@ -151,6 +151,13 @@ def declare_params(node: Node, cls: type[T], prefix: str = '') -> T:
             if node.has_parameter(name):  # configured before (lifecycle re-configure): re-read
                 values[field.name] = node.get_parameter(name).value
                 continue
+            if field.kind is tuple and not field.default and kind is float:
+                # An empty list of floats: untyped and unset (dynamic typing, so that a file's
+                # `[2, 1.5]` is taken as floats too; the core converts and checks).
+                node.declare_parameter(name, None, _descriptor(field))
+                value = node.get_parameter(name).value
+                values[field.name] = field.default if value is None else value
+                continue
             if field.required or (field.kind is tuple and not field.default):
                 # An empty list has no element type: declare it typed, unset.
                 node.declare_parameter(name, ptype, _descriptor(field))

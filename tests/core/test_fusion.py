@@ -339,3 +339,55 @@ def test_the_camera_block_places_each_detection_as_camera_to_vehicle_does() -> N
     np.testing.assert_allclose(got, Detections.of(want).block, rtol=1e-12, atol=1e-9)
     assert got.shape[1] == tk.DET_WIDTH
     assert engine.camera_block([], pose).block.shape == (0, tk.DET_WIDTH)
+
+
+def test_a_rig_camera_places_its_detections_through_its_mounting() -> None:
+    """Each camera of the scenario's surround rig (front, left, right, rear: the renderer's
+    mountings) sees a car on the road beside or behind the ego; its detection (the keypoint and
+    depth the scenario camera gives it) lands where the car is, in odom."""
+    from rt_fusion.core.perception import track_kernels as tk  # noqa: PLC0415
+    from rt_fusion.core.perception.decoders import CameraDetection, DecoderSpec  # noqa: PLC0415
+    from rt_fusion.core.scenario import sensors as sm  # noqa: PLC0415
+
+    cam = sm.CameraModel()  # 640x360 at the model input's scale (fx 460)
+    names = sm.RIG[1:]
+    mounts = [sm.MOUNTS[n] for n in names]
+    params = FusionParams(
+        ego_speed_mps=0.0,
+        fx=cam.fx,
+        fy=cam.fy,
+        cx=cam.cx,
+        cy=cam.cy,
+        distortion=cam.d,
+        extra_camera_x=tuple(m[0] for m in mounts),
+        extra_camera_y=tuple(m[1] for m in mounts),
+        extra_camera_height=tuple(m[2] for m in mounts),
+        extra_camera_yaw=tuple(m[3] for m in mounts),
+    )
+    params.check()
+    engine = FusionEngine(params)
+    engine.set_decoder(DecoderSpec.from_dict({'type': 'centernet', 'classes': ['car']}, 'test'))
+    geos = dict(zip(names, params.extra_geometries(), strict=True))
+    geos['front'] = engine.geometry
+    pose = (100.0, 20.0, 0.4)
+    c, s = math.cos(pose[2]), math.sin(pose[2])
+    for name, car in (
+        ('front', (25.0, 1.0)),
+        ('left', (3.0, 9.0)),
+        ('right', (1.0, -12.0)),
+        ('rear', (-30.0, -3.5)),
+    ):
+        rig_cam = cam.mounted(name)
+        pt = np.array([[car[0], car[1], 0.8]])
+        (uv,), (depth,) = rig_cam.project(pt)
+        assert 0 <= uv[0] < cam.width and 0 <= uv[1] < cam.height, name
+        det = CameraDetection(
+            0, 0.9, (uv[0] - 5, uv[1] - 5, uv[0] + 5, uv[1] + 5), tuple(uv), depth
+        )
+        block = engine.camera_block([det], pose, geos[name]).block
+        want = (pose[0] + c * car[0] - s * car[1], pose[1] + s * car[0] + c * car[1])
+        assert block[0, tk.DXY : tk.DXY + 2] == pytest.approx(want, abs=0.02), name
+    with pytest.raises(ParameterError, match='extra_camera_yaw'):
+        FusionParams(
+            extra_camera_x=(1.0,), extra_camera_y=(0.0,), extra_camera_height=(1.0,)
+        ).check()

@@ -1,8 +1,10 @@
-"""tools/bench_e2e.py end to end: both graphs as real processes on a short generated scenario,
-the RESULT line with every key and the plot beside the demo's results."""
+"""tools/bench_e2e.py end to end: both graphs as real processes on a short generated scenario
+with the four-camera rig, the RESULT line with every key, every camera's frames accounted for,
+and the plot beside the demo's results."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -22,7 +24,7 @@ KEYS = {
 }
 
 
-def test_both_graphs_run_and_the_result_line_has_every_key(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_both_graphs_run_four_cameras_and_the_result_line_has_every_key(tmp_path) -> None:  # type: ignore[no-untyped-def]
     out = tmp_path / 'e2e'
     proc = subprocess.run(
         [
@@ -31,7 +33,9 @@ def test_both_graphs_run_and_the_result_line_has_every_key(tmp_path) -> None:  #
             '--seconds',
             '3',
             '--resolution',
-            '960x540',
+            '640x360',
+            '--cameras',
+            '4',
             '--backend',
             'none',
             '--out',
@@ -47,8 +51,15 @@ def test_both_graphs_run_and_the_result_line_has_every_key(tmp_path) -> None:  #
     result = [line for line in proc.stdout.splitlines() if line.startswith('RESULT ')][-1]
     fields = dict(kv.split('=') for kv in result.split()[1:])
     assert set(fields) == KEYS
-    assert fields['resolution'] == '960x540' and fields['cameras'] == '1'
+    assert fields['resolution'] == '640x360' and fields['cameras'] == '4'
     assert int(fields['unexplained']) == 0  # every rt_fusion frame accounted for
-    assert int(fields['lost']) < 90 and float(fields['e2e_p99_ms']) > 0
+    assert int(fields['lost']) < 4 * 90 and float(fields['e2e_p99_ms']) > 0
     assert (out / 'e2e.png').read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
-    assert (out / 'scenario' / 'ground_truth.json').read_text().count('"camera_size": [960, 540]')
+    truth = json.loads((out / 'scenario' / 'ground_truth.json').read_text())
+    assert truth['camera_size'] == [640, 360] and truth['cameras'] == 4
+    # Each of the rig's other cameras: its frames committed, taken with their front frames.
+    ledger = json.loads((out / 'results.json').read_text())['frame_ledger']['rt_fusion']
+    assert sorted(ledger['extra_cameras']) == ['left', 'rear', 'right']
+    for name, cam in ledger['extra_cameras'].items():
+        assert cam['committed'] == 90 and cam['lost'] == 0, (name, cam)
+        assert cam['used'] > 0, (name, cam)

@@ -397,6 +397,7 @@ class CameraGeometry:
     height: float  # above the road [m]
     y: float = 0.0  # left of base_link [m]
     d: tuple[float, ...] = ()  # plumb_bob k1 k2 p1 p2 k3 (camera_info D); empty or 0: pinhole
+    yaw: float = 0.0  # relative to base_link [rad] (0: looking ahead; camera_block places it)
 
 
 def camera_to_vehicle(

@@ -17,15 +17,19 @@ a fixed transport delay later. Every sensor draws from its own generator seeded 
 
 from __future__ import annotations
 
+import collections
+import concurrent.futures
 import heapq
 import json
 import math
+import multiprocessing
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import cv2
 import numpy as np
+import numpy.typing as npt
 
 from rt_fusion.core.scenario import sensors as sm
 from rt_fusion.core.scenario.bagout import BagWriter, header, make, typestore
@@ -33,6 +37,7 @@ from rt_fusion.core.scenario.render import Look, render
 from rt_fusion.core.scenario.world import World, build_world, ego_frame
 
 T0_NS = 1_700_000_000 * 10**9
+RENDER_CHUNK = 6  # camera frames per task of a rendering pool
 CAMERA_HZ = 30.0
 TRUTH_ODOM_HZ = 50.0
 DELAY_NS = {
@@ -61,13 +66,79 @@ def _ns(t: float) -> int:
     return T0_NS + round(t * 1e9)
 
 
-def _camera(ts: Any, world: World, seed: int, raw: bool, cam: sm.CameraModel) -> Iterator[Item]:
-    rng = np.random.default_rng([seed, 1])
+def camera_base(name: str) -> str:
+    """The topic base of a rig camera: ``/camera`` for the front one, ``/camera_<name>``."""
+    return '/camera' if name == 'front' else f'/camera_{name}'
+
+
+def _encode(img: npt.NDArray[np.uint8], raw: bool) -> npt.NDArray[np.uint8]:
+    if raw:
+        return img
+    ok, jpg = cv2.imencode('.jpg', img, [cv2.IMWRITE_JPEG_QUALITY, 90])
+    assert ok
+    return np.asarray(jpg, np.uint8)
+
+
+def _render_chunk(
+    cam: sm.CameraModel, world: World, seed: int, raw: bool, frames: list[tuple[int, Any]]
+) -> list[npt.NDArray[np.uint8]]:
+    """Frames ``(k, rng state)`` of one camera, rendered and encoded (in a worker process)."""
+    out = []
+    for k, state in frames:
+        rng = np.random.default_rng()
+        rng.bit_generator.state = state
+        out.append(_encode(render(cam, world, k / CAMERA_HZ, rng, Look(scenery_seed=seed)), raw))
+    return out
+
+
+def _images(
+    cam: sm.CameraModel,
+    world: World,
+    seed: int,
+    raw: bool,
+    rng: np.random.Generator,
+    pool: concurrent.futures.Executor | None,
+) -> Iterator[npt.NDArray[np.uint8]]:
+    """A camera's frames in order, encoded (JPEG unless ``raw``): rendered here, or in chunks
+    by ``pool``'s processes with the same random draws (the same bytes either way)."""
+    n = int(world.seconds * CAMERA_HZ)
+    if pool is None:
+        for k in range(n):
+            yield _encode(render(cam, world, k / CAMERA_HZ, rng, Look(scenery_seed=seed)), raw)
+        return
+    frames = []
+    for k in range(n):  # render() draws the noise window's offset, two integers, per frame
+        frames.append((k, rng.bit_generator.state))
+        rng.integers(0, 64, 2)
+    chunks = [frames[i : i + RENDER_CHUNK] for i in range(0, n, RENDER_CHUNK)]
+    ahead = 2 * (getattr(pool, '_max_workers', 1) or 1)  # chunks in flight, memory bounded
+    pending: collections.deque[concurrent.futures.Future[list[Any]]] = collections.deque()
+    for chunk in chunks:
+        pending.append(pool.submit(_render_chunk, cam, world, seed, raw, chunk))
+        if len(pending) >= ahead:
+            yield from pending.popleft().result()
+    while pending:
+        yield from pending.popleft().result()
+
+
+def _camera(
+    ts: Any,
+    world: World,
+    seed: int,
+    raw: bool,
+    cam: sm.CameraModel,
+    name: str = 'front',
+    pool: concurrent.futures.Executor | None = None,
+) -> Iterator[Item]:
+    k_cam = sm.RIG.index(name) if name in sm.RIG else len(sm.RIG)
+    rng = np.random.default_rng([seed, 1] if name == 'front' else [seed, 1, k_cam])
     info = cam.camera_info()
-    for k in range(int(world.seconds * CAMERA_HZ)):
+    base = camera_base(name)
+    frame_id = base.lstrip('/')
+    tie = 2 * k_cam  # the rig's frames of one time in a fixed order, front first
+    for k, img in enumerate(_images(cam, world, seed, raw, rng, pool)):
         t = k / CAMERA_HZ
-        img = render(cam, world, t, rng, Look(scenery_seed=seed))
-        hdr = header(ts, _ns(t), 'camera')
+        hdr = header(ts, _ns(t), frame_id)
         log = _ns(t) + DELAY_NS['camera']
         if raw:
             msg = make(
@@ -81,18 +152,16 @@ def _camera(ts: Any, world: World, seed: int, raw: bool, cam: sm.CameraModel) ->
                 step=cam.width * 3,
                 data=img.reshape(-1),
             )
-            yield log, 0, '/camera/out/image', 'sensor_msgs/msg/Image', msg
+            yield log, tie, f'{base}/out/image', 'sensor_msgs/msg/Image', msg
         else:
-            ok, jpg = cv2.imencode('.jpg', img, [cv2.IMWRITE_JPEG_QUALITY, 90])
-            assert ok
             msg = make(
                 ts,
                 'sensor_msgs/msg/CompressedImage',
                 header=hdr,
                 format='jpeg',
-                data=jpg.reshape(-1),
+                data=img.reshape(-1),
             )
-            yield log, 0, '/camera/out/image/compressed', 'sensor_msgs/msg/CompressedImage', msg
+            yield log, tie, f'{base}/out/image/compressed', 'sensor_msgs/msg/CompressedImage', msg
         ci = make(
             ts,
             'sensor_msgs/msg/CameraInfo',
@@ -105,7 +174,7 @@ def _camera(ts: Any, world: World, seed: int, raw: bool, cam: sm.CameraModel) ->
             r=np.array([1, 0, 0, 0, 1, 0, 0, 0, 1], np.float64),
             p=np.array(info['projection_matrix']['data'], np.float64),
         )
-        yield log, 1, '/camera/out/camera_info', 'sensor_msgs/msg/CameraInfo', ci
+        yield log, tie + 1, f'{base}/out/camera_info', 'sensor_msgs/msg/CameraInfo', ci
 
 
 def _radar(ts: Any, world: World, seed: int, model: sm.RadarModel) -> Iterator[Item]:
@@ -362,19 +431,40 @@ def generate(
     clips_dir: Path | None = None,
     progress: Callable[[float], None] | None = None,
     camera: sm.CameraModel | None = None,
+    cameras: int = 1,
+    workers: int = 1,
 ) -> dict[str, Any]:
     """Writes ``out/bag`` (rosbag2, ``storage`` mcap or sqlite3), ``out/ground_truth.json`` and
     ``out/camera_info.yaml``; returns a summary. ``clips_dir`` holds the WAV files that ``clip``
     audio events name; ``progress`` gets the simulated time written so far; ``camera`` is the
     camera's resolution and lens (default: ``sensors.VEHICLE``, 1920×1080; see
-    ``CameraModel.sized``)."""
+    ``CameraModel.sized``); ``cameras``: 1 (the front camera) or 4 (the surround rig,
+    :data:`sensors.RIG`: the others on ``/camera_<name>/out/...``, the same lens at their
+    :data:`sensors.MOUNTS`; the ground truth stays the front camera's); ``workers`` > 1 renders
+    the camera frames in that many processes (the same bag, byte for byte)."""
 
     world = build_world(scenario, seconds)
     ts = typestore()
     cam = camera or sm.VEHICLE
     out.mkdir(parents=True, exist_ok=True)
     writer = BagWriter(out / 'bag', ts, storage)
-    streams = [*sensor_streams(ts, world, seed, cam, raw_images, clips_dir), _truth(ts, world)]
+    if cameras not in (1, len(sm.RIG)):
+        raise ValueError(f'cameras {cameras}: 1 or {len(sm.RIG)}')
+    pool = (
+        concurrent.futures.ProcessPoolExecutor(
+            workers, mp_context=multiprocessing.get_context('spawn')
+        )
+        if workers > 1
+        else None
+    )
+    streams = [
+        *sensor_streams(ts, world, seed, cam, raw_images, clips_dir, pool=pool),
+        *(
+            _camera(ts, world, seed, raw_images, cam.mounted(name), name, pool)
+            for name in sm.RIG[1:cameras]
+        ),
+        _truth(ts, world),
+    ]
     try:
         for log_ns, _tie, topic, typename, msg in heapq.merge(*streams, key=lambda i: i[:2]):
             writer.write(topic, typename, log_ns, msg)
@@ -382,8 +472,10 @@ def generate(
                 progress((log_ns - T0_NS) / 1e9)
     finally:
         writer.close()
-    write_truth(world, seed, cam, out)
-    return {'world': world, 'counts': dict(writer.counts), 'camera': cam}
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
+    write_truth(world, seed, cam, out, cameras)
+    return {'world': world, 'counts': dict(writer.counts), 'camera': cam, 'cameras': cameras}
 
 
 def sensor_streams(
@@ -394,12 +486,13 @@ def sensor_streams(
     raw_images: bool,
     clips_dir: Path | None,
     audio: bool = True,
+    pool: concurrent.futures.Executor | None = None,
 ) -> list[Iterator[Item]]:
     """The sensors' messages, each stream in time order (merge them by ``item[:2]``): camera
     (with camera_info), radar, IMU (with its device clock), microphone, vehicle speed. A sample
     is rendered when its stream is advanced to it (a closed-loop ego is integrated up to it)."""
     streams = [
-        _camera(ts, world, seed, raw_images, cam),
+        _camera(ts, world, seed, raw_images, cam, pool=pool),
         _radar(ts, world, seed, sm.RadarModel()),
         _imu(ts, world, seed, sm.ImuModel()),
         _speed(ts, world, seed),
@@ -409,8 +502,9 @@ def sensor_streams(
     return streams
 
 
-def write_truth(world: World, seed: int, cam: sm.CameraModel, out: Path) -> None:
-    """``out/ground_truth.json`` (a frame per camera frame) and ``out/camera_info.yaml``."""
+def write_truth(world: World, seed: int, cam: sm.CameraModel, out: Path, cameras: int = 1) -> None:
+    """``out/ground_truth.json`` (a frame per camera frame of the front camera; ``cameras``:
+    how many the bag has) and ``out/camera_info.yaml``."""
     import yaml  # noqa: PLC0415
 
     frames = int(world.seconds * CAMERA_HZ)
@@ -421,6 +515,7 @@ def write_truth(world: World, seed: int, cam: sm.CameraModel, out: Path) -> None
         't0_ns': T0_NS,
         'camera_hz': CAMERA_HZ,
         'camera_size': [cam.width, cam.height],
+        'cameras': cameras,
         'audio_events': world.audio_events,
         'frames': [truth_at(world, k / CAMERA_HZ, cam) for k in range(frames)],
     }

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import math
 from typing import Any
 
@@ -35,7 +36,7 @@ import cv2
 import numpy as np
 import numpy.typing as npt
 
-from rt_fusion.core.scenario.sensors import CAMERA_POS, CameraModel
+from rt_fusion.core.scenario.sensors import CameraModel
 from rt_fusion.core.scenario.world import Track, World, body_of
 
 # Body colours (BGR) per class: an object's colour is drawn from its class's palette by its id,
@@ -247,7 +248,11 @@ class Solid:
     corners: npt.NDArray[np.float64]
     bgr: npt.NDArray[np.float32]
     emissive: npt.NDArray[np.bool_]
-    distance: float  # the item's, for the painter's order
+    at: tuple[float, float]  # the item's ground point (x, y), for culling and the painter's order
+
+    def distance(self, cam: CameraModel) -> float:
+        """From the camera, in the ground plane."""
+        return math.hypot(self.at[0] - cam.pos[0], self.at[1] - cam.pos[1])
 
 
 def _role_bgr(role: str, base: npt.NDArray[np.float32], key: int, t: float) -> tuple[Any, bool]:
@@ -306,13 +311,14 @@ def actor_solid(a: Track, t: float, ego: dict[str, float], look: Look) -> Solid:
         corners,
         np.array(cols, np.float32),
         np.array(emit, bool),
-        math.hypot(pose[0] - CAMERA_POS[0], pose[1]),
+        (pose[0], pose[1]),
     )
 
 
 # --- Scenery -----------------------------------------------------------------------------------
 SCENERY_STEP_M = 10.0
 SCENERY_AHEAD_M = 160.0
+SCENERY_BEHIND_M = 60.0  # the rear camera's
 FACADE_BGR = ((90, 110, 150), (150, 160, 170), (70, 80, 120), (190, 190, 185), (120, 130, 110))
 TREE_BGR = ((50, 110, 60), (40, 90, 70), (60, 130, 90))
 
@@ -355,7 +361,7 @@ def scenery(world: World, t: float, look: Look) -> list[tuple[Solid | None, Any]
     road = world.road
     right, left = road.edges()
     c, s = math.cos(ego['yaw']), math.sin(ego['yaw'])
-    k0 = math.floor((ego['s'] - 20.0) / SCENERY_STEP_M)
+    k0 = math.floor((ego['s'] - SCENERY_BEHIND_M) / SCENERY_STEP_M)
     k1 = math.ceil((ego['s'] + SCENERY_AHEAD_M) / SCENERY_STEP_M)
     out: list[tuple[Solid | None, Any]] = []
     for k in range(k0, k1 + 1):
@@ -366,10 +372,7 @@ def scenery(world: World, t: float, look: Look) -> list[tuple[Solid | None, Any]
                 x, y, yaw = road.to_world(s_at, d)
                 dx, dy = float(x) - ego['x'], float(y) - ego['y']
                 ex, ey = c * dx + s * dy, -s * dx + c * dy
-                if ex - CAMERA_POS[0] < 1.0 and abs(ey) < 40.0:
-                    continue  # behind the camera
                 pose = (ex, ey, float(yaw) - ego['yaw'])
-                dist = math.hypot(ex - CAMERA_POS[0], ey)
                 bgr = np.array(colour, np.float32)
                 if kind == 'tree':
                     crown, trunk, _ = size
@@ -379,7 +382,7 @@ def scenery(world: World, t: float, look: Look) -> list[tuple[Solid | None, Any]
                         ),
                         np.array([(40, 60, 80)], np.float32),
                         np.zeros(1, bool),
-                        dist,
+                        (ex, ey),
                     )
                     out.append((None, (solid, (ex, ey, trunk + crown * 0.4), crown * 0.6, bgr)))
                     continue
@@ -398,7 +401,7 @@ def scenery(world: World, t: float, look: Look) -> list[tuple[Solid | None, Any]
                             _boxes(parts, size, pose),
                             np.array([bgr] + [GLASS] * (n - 1), np.float32),
                             np.zeros(n, bool),
-                            dist,
+                            (ex, ey),
                         ),
                         None,
                     )
@@ -489,12 +492,17 @@ def render(
     items: list[tuple[float, Solid | None, Any]] = []
     for a in world.actors:
         solid = actor_solid(a, t, ego, look)
-        if (solid.corners[..., 0] - CAMERA_POS[0]).max() <= 0.8:
-            continue
-        items.append((solid.distance, solid, None))
+        if cam.to_camera(solid.corners.reshape(-1, 3))[:, 0].max() <= 0.8:
+            continue  # behind the camera
+        items.append((solid.distance(cam), solid, None))
     for part, tree in scenery(world, t, look):
-        items.append((part.distance if part is not None else tree[0].distance, part, tree))
-    _shadows(img, canvas, [i[1] for i in items if i[1] is not None and i[1].distance < 90], look)
+        whole = part if part is not None else tree[0]
+        ((ahead, aside, _),) = cam.to_camera(np.array([[*whole.at, 0.0]]))
+        if ahead < 1.0 and abs(aside) < 40.0:
+            continue  # behind the camera
+        items.append((whole.distance(cam), part, tree))
+    near = [i[1] for i in items if i[1] is not None and i[0] < 90]
+    _shadows(img, canvas, near, look)
     for _dist, item, tree in sorted(items, key=lambda i: -i[0]):
         if item is not None:
             _draw_solid(img, canvas, item, light, look)
@@ -521,7 +529,9 @@ def _road(
 ) -> None:
     """Asphalt between the road edges, lane lines: dashed between lanes, solid at the edges."""
     road = world.road
-    s_ahead = ego['s'] + np.linspace(-2.0, 120.0, 200)
+    ahead = math.cos(cam.yaw)  # 1: the front camera, -1: the rear one, 0: a side one
+    lo, hi = (-2.0 if ahead > 0.7 else -120.0), (120.0 if ahead > -0.7 else 2.0)
+    s_ahead = ego['s'] + np.linspace(lo, hi, 200)
     right, left = road.edges()
     c, sn = math.cos(ego['yaw']), math.sin(ego['yaw'])
 
@@ -530,12 +540,25 @@ def _road(
         dx, dy = x - ego['x'], y - ego['y']
         return np.column_stack([c * dx + sn * dy, -sn * dx + c * dy, np.zeros(len(s))])
 
-    edge_r, edge_l = ground_pts(right, s_ahead), ground_pts(left, s_ahead)
-    poly = np.concatenate([edge_r, edge_l[::-1]])
-    uv, depth = cam.project(poly)
-    keep = depth > 0.5
-    if keep.sum() >= 3:
-        cv2.fillPoly(img, [np.round(uv[keep] * 4).astype(np.int32)], look.road_bgr, cv2.LINE_8, 2)
+    if abs(ahead) > 0.7:  # looking along the road: one polygon, edge to edge
+        edge_r, edge_l = ground_pts(right, s_ahead), ground_pts(left, s_ahead)
+        poly = np.concatenate([edge_r, edge_l[::-1]])
+        uv, depth = cam.project(poly)
+        keep = depth > 0.5
+        if keep.sum() >= 3:
+            cv2.fillPoly(
+                img, [np.round(uv[keep] * 4).astype(np.int32)], look.road_bgr, cv2.LINE_8, 2
+            )
+    else:  # across it: a lane's strip of quads each, those wholly in front of the camera
+        for d0, d1 in itertools.pairwise(np.linspace(right, left, road.lanes + 2)):
+            uv0, dep0 = cam.project(ground_pts(d0, s_ahead))
+            uv1, dep1 = cam.project(ground_pts(d1, s_ahead))
+            ok = (dep0[:-1] > 0.5) & (dep0[1:] > 0.5) & (dep1[:-1] > 0.5) & (dep1[1:] > 0.5)
+            quads = np.stack([uv0[:-1], uv0[1:], uv1[1:], uv1[:-1]], axis=1)[ok]
+            if len(quads):
+                cv2.fillPoly(
+                    img, list(np.round(quads * 4).astype(np.int32)), look.road_bgr, cv2.LINE_8, 2
+                )
     thick = max(1, round(cam.width / 640 * 2))
     for k in range(road.lanes + 2):  # lane boundaries from the right edge to the left edge
         d = right + k * road.lane_width
@@ -603,7 +626,7 @@ def _draw_solid(
     ez = np.broadcast_to(np.array([0.0, 0.0, 1.0]), ex.shape)
     normals = np.stack([-ez, ez, ey, -ex, -ey, ex], axis=1)
     centres = corners[:, _FACE_IDX].mean(axis=2)  # (n, 6, 3)
-    to_cam = np.array(CAMERA_POS) - centres
+    to_cam = np.array(cam.pos) - centres
     facing = (normals * to_cam).sum(axis=2) > 0
     dist = np.linalg.norm(to_cam, axis=2)
     bright = look.ambient + (1.0 - look.ambient) * np.clip(normals @ light, 0.0, None)

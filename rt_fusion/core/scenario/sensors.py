@@ -73,8 +73,10 @@ LENS_D = (-0.06, 0.012, 0.0, 0.0, 0.0)
 
 @dataclasses.dataclass(frozen=True)
 class CameraModel:
-    """The scenario camera at CAMERA_POS, looking along base_link x: K and plumb_bob ``d`` (the
-    ROS camera_info model; :meth:`project` distorts, :meth:`undistort` inverts it)."""
+    """A scenario camera: K and plumb_bob ``d`` (the ROS camera_info model; :meth:`project`
+    distorts, :meth:`undistort` inverts it), mounted at ``pos`` on base_link and turned ``yaw``
+    about its z axis (0: the front camera at CAMERA_POS, looking along base_link x; see
+    :data:`MOUNTS` for a surround rig)."""
 
     width: int = 640
     height: int = 360
@@ -83,6 +85,27 @@ class CameraModel:
     cx: float = 320.0
     cy: float = 180.0
     d: tuple[float, float, float, float, float] = LENS_D
+    pos: tuple[float, float, float] = CAMERA_POS
+    yaw: float = 0.0
+
+    def mounted(self, name: str) -> CameraModel:
+        """This camera (size, lens) at one of :data:`MOUNTS`.
+
+        Raises:
+            ValueError: no such mount.
+        """
+        if name not in MOUNTS:
+            raise ValueError(f'camera mount {name!r}: one of {sorted(MOUNTS)}')
+        x, y, z, yaw = MOUNTS[name]
+        return dataclasses.replace(self, pos=(x, y, z), yaw=yaw)
+
+    def to_camera(self, pts: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        """base_link points (N, 3) -> (forward, left, up) from the camera (N, 3)."""
+        d = pts - np.asarray(self.pos, np.float64)
+        if self.yaw == 0.0:
+            return d
+        c, s = math.cos(self.yaw), math.sin(self.yaw)
+        return np.column_stack([c * d[:, 0] + s * d[:, 1], -s * d[:, 0] + c * d[:, 1], d[:, 2]])
 
     @classmethod
     def sized(cls, width: int, height: int) -> CameraModel:
@@ -107,11 +130,11 @@ class CameraModel:
     ) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
         """base_link points (N, 3) -> pixel (N, 2) without the distortion, and depth (N,)
         (depth <= 0: behind)."""
-        cx, cy, cz = CAMERA_POS
-        depth = pts[:, 0] - cx
+        q = self.to_camera(np.asarray(pts, np.float64).reshape(-1, 3))
+        depth = q[:, 0]
         safe = np.where(depth > 1e-6, depth, 1e-6)
-        u = self.cx - self.fx * (pts[:, 1] - cy) / safe
-        v = self.cy - self.fy * (pts[:, 2] - cz) / safe
+        u = self.cx - self.fx * q[:, 1] / safe
+        v = self.cy - self.fy * q[:, 2] / safe
         return np.stack([u, v], axis=1), depth
 
     def project(self, pts: npt.NDArray[np.float64]) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
@@ -159,6 +182,16 @@ class CameraModel:
 
 # The scenarios' camera: a vehicle camera, 1920×1080 at 30 Hz, the lens of CameraModel().
 VEHICLE = CameraModel.sized(1920, 1080)
+# A surround rig of four such cameras on base_link: x, y, z [m], yaw [rad]. The side cameras sit
+# in the mirrors, the rear one above the plate; ~70 degrees each, so the four see most around.
+MOUNTS: dict[str, tuple[float, float, float, float]] = {
+    'front': (*CAMERA_POS, 0.0),
+    'left': (2.0, 0.95, 1.1, math.pi / 2),
+    'right': (2.0, -0.95, 1.1, -math.pi / 2),
+    'rear': (-1.0, 0.0, 1.2, math.pi),
+}
+#: the cameras of ``--cameras N``, in order (the first anchors the fusion's alignment).
+RIG = ('front', 'left', 'right', 'rear')
 
 
 def box_corners(state: dict[str, float], size: tuple[float, float, float], ego: dict[str, float]):  # type: ignore[no-untyped-def]

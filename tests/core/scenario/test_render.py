@@ -100,8 +100,8 @@ def test_the_scenery_is_the_seeds_own_and_turns_off() -> None:
     again = rd.scenery(world, 0.0, rd.Look(scenery_seed=4))
     other = rd.scenery(world, 0.0, rd.Look(scenery_seed=5))
     assert len(items) > 10
-    assert [i[0].distance if i[0] else i[1][0].distance for i in items] == [
-        i[0].distance if i[0] else i[1][0].distance for i in again
+    assert [i[0].at if i[0] else i[1][0].at for i in items] == [
+        i[0].at if i[0] else i[1][0].at for i in again
     ]
     assert len(other) != len(items) or any(
         (a[0] is None) != (b[0] is None) for a, b in zip(items, other, strict=True)
@@ -129,3 +129,32 @@ def test_a_frame_is_deterministic_and_the_sensor_noise_is_there() -> None:
     diff = a.astype(np.float64) - flat
     assert 2.5 < diff[100:300, 800:1100].std() < 6.0  # the sky: noise only, in every channel
     assert all(2.5 < diff[100:300, 800:1100, c].std() < 6.0 for c in range(3))
+
+
+def test_each_camera_of_the_rig_sees_the_car_on_its_side() -> None:
+    """The surround rig (front, left, right, rear at their mountings): a car beside the ego on
+    the left is drawn by the left camera where it projects, one behind by the rear camera; the
+    front camera does not see either."""
+    look = rd.Look(noise=0.0)
+    empty = _world([])
+    for name, actor in (
+        ('left', {'class': 'car', 'body': 'sedan', 'lane': 1, 's': 2.0}),
+        ('rear', {'class': 'car', 'body': 'van', 'lane': 0, 's': -15.0}),
+    ):
+        world = _world([actor])
+        cam = CAM.mounted(name)
+        a = world.actors[0]
+        corners = sm.box_corners(a.at(0.5), a.size, world.ego.at(0.5))
+        uv, depth = cam.project(corners)
+        assert (depth > 0).all(), name
+        u0, v0 = np.clip(np.floor(uv.min(axis=0)).astype(int), 0, None)
+        u1, v1 = np.ceil(uv.max(axis=0)).astype(int)
+        rng = np.random.default_rng(0)
+        seen = rd.render(cam, world, 0.5, rng, look).astype(np.float64)
+        bare = rd.render(cam, empty, 0.5, np.random.default_rng(0), look).astype(np.float64)
+        changed = np.abs(seen - bare)[v0:v1, u0:u1].max(axis=2) > 10
+        assert changed.mean() > 0.3, (name, changed.mean())
+        front = np.abs(_frame(world) - _frame(empty)).max()
+        assert front == 0, name
+    with pytest.raises(ValueError, match='camera mount'):
+        CAM.mounted('roof')
