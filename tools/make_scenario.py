@@ -17,6 +17,7 @@ byte-identical bag. Last line: ``RESULT scenario=… messages=… bag_mb=… sec
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 import time
@@ -120,6 +121,20 @@ def main(argv: list[str] | None = None) -> int:
         help='camera WxH, 16:9 (default 1920x1080, the vehicle camera; the lens keeps its field)',
     )
     parser.add_argument(
+        '--cameras',
+        type=int,
+        default=1,
+        choices=(1, 4),
+        help='1: the front camera; 4: the surround rig (front, left, right, rear on '
+        '/camera_<name>/out/...)',
+    )
+    parser.add_argument(
+        '--workers',
+        type=int,
+        default=min(os.cpu_count() or 1, 16),
+        help='processes rendering the camera frames (the same bag with any number)',
+    )
+    parser.add_argument(
         '--clips',
         type=Path,
         default=ROOT.parent / 'shared' / 'data' / 'audio',
@@ -156,6 +171,8 @@ def main(argv: list[str] | None = None) -> int:
                 storage=args.storage,
                 clips_dir=args.clips,
                 camera=camera,
+                cameras=args.cameras,
+                workers=max(1, args.workers),
                 progress=lambda t: progress.update(task, completed=min(t, args.seconds)),
             )
             progress.update(task, completed=args.seconds)
