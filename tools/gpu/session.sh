@@ -10,8 +10,18 @@ PY=${PYTHON:-python3}
 PREFIX=$($PY -c 'import sys; print(sys.prefix)')
 export PYTHONUNBUFFERED=1 COLUMNS=160
 
+# Carried (git-ignored, see the README's GPU section): .whl/ (cp312 wheels of the lock file's
+# ros-* packages), .device/wheels/ (rosbags, apsw, backports.zstd, rich, catkin_pkg, lark,
+# empy's sdist, ...), .device/launch/ (../shared/wheels/ros2_launch/jazzy/*.whl) and
+# .device/composition_interfaces (../shared/wheels/ros2_launch/src/composition_interfaces:
+# launch_ros imports it at start; without it every launch fails).
 setup() {
   $PY -m pip install -q --no-index --no-deps --no-compile .whl/*.whl || return 1
+  if [[ -d .device/wheels ]]; then
+    $PY -m pip install -q --no-index --no-deps --no-compile .device/wheels/*.whl \
+      .device/launch/*.whl || return 1
+    $PY -m pip install -q --no-index --no-deps --no-build-isolation .device/wheels/empy-*.tar.gz
+  fi
   local tag ver inc npinc
   tag=$($PY -c "import sys;print('cp%d%d-cp%d%d'%(sys.version_info[:2]*2))")
   ver=$($PY -c "import sys;print('%d.%d'%sys.version_info[:2])")
@@ -25,8 +35,47 @@ setup() {
     -DBUILD_TESTING=OFF -DPython3_EXECUTABLE="$(command -v $PY)" >/tmp/msgs.log 2>&1 \
     && cmake --build /tmp/msgs_build -j"$(nproc)" >>/tmp/msgs.log 2>&1 \
     && cmake --install /tmp/msgs_build >>/tmp/msgs.log 2>&1 || { tail -20 /tmp/msgs.log; return 1; }
+  if [[ -d .device/composition_interfaces ]]; then
+    cmake -S .device/composition_interfaces -B /tmp/ci_build -DCMAKE_INSTALL_PREFIX="$PREFIX" \
+      -DBUILD_TESTING=OFF -DPython3_EXECUTABLE="$(command -v $PY)" >/tmp/ci.log 2>&1 \
+      && cmake --build /tmp/ci_build -j"$(nproc)" >>/tmp/ci.log 2>&1 \
+      && cmake --install /tmp/ci_build >>/tmp/ci.log 2>&1 || { tail -20 /tmp/ci.log; return 1; }
+  fi
   $PY -m pip install -q --no-deps --no-build-isolation -e . >/tmp/pip_e.log 2>&1 || tail -5 /tmp/pip_e.log
+  ament_layout
   $PY -c "import rclpy, rt_fusion, rt_fusion_msgs.msg; print('ros ok')"
+  $PY -c "import launch_ros.actions; print('launch ok')"
+}
+
+# bench_e2e on the GPU, one camera and the four-camera rig (the #16 figures).
+e2e() {
+  export AMENT_PREFIX_PATH=$PREFIX
+  for n in 1 4; do
+    ROS_DOMAIN_ID=4$n $PY tools/bench_e2e.py --backend torch --device cuda --cameras $n \
+      --out "$OUT/e2e$n" 2>&1 | tail -60 | tee "$OUT/e2e$n.txt"
+  done
+}
+
+# The ament prefix layout launch_ros looks for (as tools/setup_env.sh lays it out in .venv):
+# the package marker, share/rt_fusion/{launch,config,models} and lib/rt_fusion/<executable>.
+ament_layout() {
+  local share=$PREFIX/share/rt_fusion lib=$PREFIX/lib/rt_fusion folder file
+  mkdir -p "$PREFIX/share/ament_index/resource_index/packages"
+  : >"$PREFIX/share/ament_index/resource_index/packages/rt_fusion"
+  rm -rf "$share" "$lib" && mkdir -p "$share" "$lib"
+  ln -s "$PWD/package.xml" "$share/package.xml"
+  for folder in launch config models; do
+    while IFS= read -r -d '' file; do
+      mkdir -p "$share/$(dirname "$file")" && ln -s "$PWD/$file" "$share/$file"
+    done < <(find "$folder" -type f ! -path '*/__pycache__/*' -print0)
+  done
+  $PY - "$lib" "$PREFIX/bin" <<'PY'
+import importlib.metadata as md, os, sys
+lib, bindir = sys.argv[1:]
+for ep in md.distribution('rt_fusion').entry_points:
+    if ep.group == 'console_scripts' and os.path.exists(os.path.join(bindir, ep.name)):
+        os.symlink(os.path.join(bindir, ep.name), os.path.join(lib, ep.name))
+PY
 }
 
 inference() {
@@ -72,6 +121,8 @@ stages() {
 
 case "${1:-all}" in
   setup) setup ;;
+  layout) ament_layout ;;
+  e2e) e2e ;;
   inference) inference ;;
   transport) transport ;;
   tests) tests ;;
