@@ -732,8 +732,9 @@ def frame_ledger(probe: Probe) -> dict[str, Any]:
         and led.get(key)
     }
     # A surround rig's other cameras: a frame is used with its front frame, skipped with it
-    # (the detector's period), torn, or unmatched; unmatched frames beyond the front frames the
-    # aligner dropped (their partners) are lost, as are those the transport lost.
+    # (the detector's period), torn, late (after its front frame stopped waiting for it:
+    # sync.max_wait_s), or unmatched; unmatched frames beyond the front frames the aligner
+    # dropped (their partners) are lost, as are those the transport lost.
     anchor_dropped = sum(
         led.get(k, 0) for k in ('frames_queue_dropped', 'frames_late', 'frames_out_of_order')
     )
@@ -768,7 +769,8 @@ def ledger_table(ledgers: dict[str, dict[str, Any]]) -> Any:
         table.add_row(label, *(str(led.get(key, '-')) for led in ledgers.values()))
     names = sorted({n for led in ledgers.values() for n in led.get('extra_cameras', {})})
     for name in names:
-        for key in ('committed', 'used', 'skipped', 'torn', 'unmatched', 'missing', 'lost'):
+        keys = ('committed', 'used', 'skipped', 'torn', 'late', 'unmatched', 'missing', 'lost')
+        for key in keys:
             table.add_row(
                 f'camera {name}: {key}',
                 *(

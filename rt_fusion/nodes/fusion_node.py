@@ -155,7 +155,8 @@ EXTRA_QUEUE_FACTOR = 3
 @dataclasses.dataclass
 class ExtraCamera:
     """An extra camera of the rig: its subscription, waiting frames and where its frames went
-    (each counted once: used, skipped by infer_period_s, torn, unmatched, or still queued)."""
+    (each counted once: used, skipped by infer_period_s, torn, late, unmatched, or still
+    queued)."""
 
     name: str
     geometry: CameraGeometry
@@ -165,13 +166,25 @@ class ExtraCamera:
     skipped: int = 0
     torn: int = 0
     failed: int = 0  # the network failed on it
-    unmatched: int = 0  # never matched an anchor frame (too late, or beyond the queue)
+    unmatched: int = 0  # never matched an anchor frame (its anchor dropped, beyond the queue)
+    late: int = 0  # came after its anchor frame had given up on it (sync.max_wait_s)
     missing: int = 0  # anchor frames that found no frame of this camera in time
+    #: stamps of the latest anchor frames that went on without this camera
+    gave_up: collections.deque[int] = dataclasses.field(
+        default_factory=lambda: collections.deque(maxlen=16)
+    )
+
+    def drop(self, stamp_ns: int, tol_ns: int) -> None:
+        """A frame that will not be used: late when its anchor frame gave up on it."""
+        if any(abs(stamp_ns - g) <= tol_ns for g in self.gave_up):
+            self.late += 1
+        else:
+            self.unmatched += 1
 
     def ledger(self) -> dict[str, int]:
         """Its frames, stage by stage (``lost``: delivered and neither used nor explained)."""
         delivered = self.sub.stats.delivered if self.sub is not None else 0
-        done = self.used + self.skipped + self.torn + self.failed + self.unmatched
+        done = self.used + self.skipped + self.torn + self.failed + self.unmatched + self.late
         return {
             'delivered': delivered,
             'used': self.used,
@@ -179,6 +192,7 @@ class ExtraCamera:
             'torn': self.torn,
             'failed': self.failed,
             'unmatched': self.unmatched,
+            'late': self.late,
             'queued': len(self.queue),
             'in_flight': max(0, delivered - done - len(self.queue)),
             'overrun': self.sub.stats.overruns if self.sub is not None else 0,
@@ -465,14 +479,16 @@ class FusionNode(node_utils.DeviceNode):
             cam.queue.append((frame.desc.stamp_ns, frame))
             if len(cam.queue) > EXTRA_QUEUE_FACTOR * self.sync_params.camera_queue:
                 # its anchor frame never came, or the aligner dropped it: not used
-                cam.queue.popleft()[1].release()
-                cam.unmatched += 1
+                stamp, old = cam.queue.popleft()
+                old.release()
+                cam.drop(stamp, round(self.params.camera_match_s * 1e9))
             self._cond.notify()
 
     def _extra_frames(self, stamp_ns: int) -> list[tuple[ExtraCamera, Any]]:
         """The frame of each extra camera that belongs to the anchor frame at ``stamp_ns``,
         waiting at most ``sync.max_wait_s`` for those not there yet (missing: counted, and the
-        frame fused without them). Older frames are dropped as unmatched."""
+        frame fused without them). Older frames are dropped: late when their anchor frame
+        went on without them, else unmatched."""
         tol = round(self.params.camera_match_s * 1e9)
         deadline = time.monotonic() + self.sync_params.max_wait_s
         found: dict[str, Any] = {}
@@ -483,8 +499,9 @@ class FusionNode(node_utils.DeviceNode):
                         continue
                     q = cam.queue
                     while q and q[0][0] < stamp_ns - tol:
-                        q.popleft()[1].release()
-                        cam.unmatched += 1
+                        stamp, old = q.popleft()
+                        old.release()
+                        cam.drop(stamp, tol)
                     if q and q[0][0] <= stamp_ns + tol:
                         found[cam.name] = q.popleft()[1]
                 left = deadline - time.monotonic()
@@ -497,6 +514,7 @@ class FusionNode(node_utils.DeviceNode):
                 out.append((cam, found[cam.name]))
             else:
                 cam.missing += 1
+                cam.gave_up.append(stamp_ns)
         return out
 
     def _reject(self, reason: str) -> None:

@@ -20,6 +20,8 @@ trigger).
 
 from __future__ import annotations
 
+import concurrent.futures
+import os
 import sys
 import threading
 import time
@@ -269,7 +271,9 @@ class ReplayNode(node_utils.DeviceNode):
         # Frames are decoded (JPEG in the bag) ahead, on a thread of their own (the decoder
         # releases the GIL), as a camera's frame is ready when its driver hands it over: the
         # decode is neither part of the modelled delivery nor a delay to the other sensors.
-        for m, image in _ahead(messages, self._decode, MESSAGES_AHEAD, self._stop):
+        # A decoding thread per ring (a camera rig: one per camera), at most one per CPU.
+        decoders = max(1, min(len(self.shm_pubs), os.cpu_count() or 1))
+        for m, image in _ahead(messages, self._decode, MESSAGES_AHEAD, self._stop, decoders):
             if self._stop.is_set():
                 return False
             if m.topic in triggers:
@@ -362,13 +366,20 @@ class ReplayNode(node_utils.DeviceNode):
 
 
 def _ahead(
-    items: Iterator[T], work: Callable[[T], R], depth: int, stop: threading.Event
+    items: Iterator[T],
+    work: Callable[[T], R],
+    depth: int,
+    stop: threading.Event,
+    workers: int = 1,
 ) -> Iterator[tuple[T, R]]:
     """``(item, work(item))`` in order, ``work`` running up to ``depth`` items ahead on a
-    thread; an exception in either is raised here, at its place in the order."""
-    queue: Queue[tuple[T, R] | BaseException | None] = Queue(maxsize=depth)
+    thread (on ``workers`` threads when more than one: JPEG decoding releases the GIL, and a
+    rig of 1080p cameras needs more than a core for it); an exception in either is raised here,
+    at its place in the order."""
+    queue: Queue[tuple[T, Any] | BaseException | None] = Queue(maxsize=depth)
+    pool = concurrent.futures.ThreadPoolExecutor(workers) if workers > 1 else None
 
-    def put(entry: tuple[T, R] | BaseException | None) -> bool:
+    def put(entry: tuple[T, Any] | BaseException | None) -> bool:
         while not stop.is_set():
             try:
                 queue.put(entry, timeout=0.1)
@@ -380,7 +391,8 @@ def _ahead(
     def produce() -> None:
         try:
             for item in items:
-                if not put((item, work(item))):
+                done = pool.submit(work, item) if pool is not None else work(item)
+                if not put((item, done)):
                     return
         except BaseException as err:  # noqa: BLE001  # handed to the consumer, raised there
             put(err)
@@ -398,7 +410,10 @@ def _ahead(
             return
         if isinstance(entry, BaseException):
             raise entry
-        yield entry
+        item, done = entry
+        yield item, done.result() if pool is not None else done
+    if pool is not None:
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def main(args: list[str] | None = None) -> int:
