@@ -483,6 +483,7 @@ class FusionNode(node_utils.DeviceNode):
                 old.release()
                 cam.drop(stamp, round(self.params.camera_match_s * 1e9))
             self._cond.notify()
+        self._ack()  # taken in (a lock-step replay sends the rig's front frame after it)
 
     def _extra_frames(self, stamp_ns: int) -> list[tuple[ExtraCamera, Any]]:
         """The frame of each extra camera that belongs to the anchor frame at ``stamp_ns``,

@@ -135,7 +135,9 @@ def _camera(
     info = cam.camera_info()
     base = camera_base(name)
     frame_id = base.lstrip('/')
-    tie = 2 * k_cam  # the rig's frames of one time in a fixed order, front first
+    # The rig's frames of one time in a fixed order, the front camera's last: the fusion's anchor
+    # then finds the others there (a lock-step replay sends the next only after its ack).
+    tie = 2 * (len(sm.RIG) - 1 - k_cam)
     for k, img in enumerate(_images(cam, world, seed, raw, rng, pool)):
         t = k / CAMERA_HZ
         hdr = header(ts, _ns(t), frame_id)
