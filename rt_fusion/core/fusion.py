@@ -254,7 +254,12 @@ class FusionParams:
         if len(d) not in (4, 5) or not all(math.isfinite(v) and abs(v) < 10 for v in d):
             raise ParameterError('distortion', d, 'want 4 or 5 finite plumb_bob coefficients')
         n = len(self.extra_camera_x)
-        for name in ('extra_camera_y', 'extra_camera_height', 'extra_camera_yaw'):
+        for name in (
+            'extra_camera_x',
+            'extra_camera_y',
+            'extra_camera_height',
+            'extra_camera_yaw',
+        ):
             v = getattr(self, name)
             if len(v) != n:
                 raise ParameterError(name, v, f'one per extra camera: extra_camera_x has {n}')
