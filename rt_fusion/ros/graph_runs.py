@@ -95,17 +95,11 @@ def graph_params(
     fusion = dict(sections['fusion_rclpy' if conventional else 'fusion'])
     fusion.update(backend=backend, device=device, infer_period_s=infer_period_s)
     if cameras > 1:
-        from rt_fusion.core.scenario.sensors import MOUNTS, RIG  # noqa: PLC0415
+        from rt_fusion.core.scenario.sensors import RIG, mount_params  # noqa: PLC0415
 
         extra = RIG[1:cameras]
         fusion['cameras'] = list(extra)
-        fusion['fusion'] = {
-            **fusion.get('fusion', {}),
-            'extra_camera_x': [MOUNTS[n][0] for n in extra],
-            'extra_camera_y': [MOUNTS[n][1] for n in extra],
-            'extra_camera_height': [MOUNTS[n][2] for n in extra],
-            'extra_camera_yaw': [MOUNTS[n][3] for n in extra],
-        }
+        fusion['fusion'] = {**fusion.get('fusion', {}), **mount_params(extra)}
     planner = dict(sections['planner'])
     if fifo_planner():
         planner['rt'] = {**planner.get('rt', {}), 'rt_priority': 50}

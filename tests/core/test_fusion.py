@@ -351,18 +351,9 @@ def test_a_rig_camera_places_its_detections_through_its_mounting() -> None:
 
     cam = sm.CameraModel()  # 640x360 at the model input's scale (fx 460)
     names = sm.RIG[1:]
-    mounts = [sm.MOUNTS[n] for n in names]
+    mounts = {k: tuple(v) for k, v in sm.mount_params(names).items()}
     params = FusionParams(
-        ego_speed_mps=0.0,
-        fx=cam.fx,
-        fy=cam.fy,
-        cx=cam.cx,
-        cy=cam.cy,
-        distortion=cam.d,
-        extra_camera_x=tuple(m[0] for m in mounts),
-        extra_camera_y=tuple(m[1] for m in mounts),
-        extra_camera_height=tuple(m[2] for m in mounts),
-        extra_camera_yaw=tuple(m[3] for m in mounts),
+        ego_speed_mps=0.0, fx=cam.fx, fy=cam.fy, cx=cam.cx, cy=cam.cy, distortion=cam.d, **mounts
     )
     params.check()
     engine = FusionEngine(params)

@@ -495,12 +495,14 @@ def render(
         if cam.to_camera(solid.corners.reshape(-1, 3))[:, 0].max() <= 0.8:
             continue  # behind the camera
         items.append((solid.distance(cam), solid, None))
-    for part, tree in scenery(world, t, look):
-        whole = part if part is not None else tree[0]
-        ((ahead, aside, _),) = cam.to_camera(np.array([[*whole.at, 0.0]]))
-        if ahead < 1.0 and abs(aside) < 40.0:
-            continue  # behind the camera
-        items.append((whole.distance(cam), part, tree))
+    roadside = scenery(world, t, look)
+    wholes = [part if part is not None else tree[0] for part, tree in roadside]
+    if wholes:  # each item's ground point in the camera's frame, at once
+        at = cam.to_camera(np.array([(*w.at, 0.0) for w in wholes]))
+        for (part, tree), whole, (ahead, aside, _) in zip(roadside, wholes, at, strict=True):
+            if ahead < 1.0 and abs(aside) < 40.0:
+                continue  # behind the camera
+            items.append((whole.distance(cam), part, tree))
     near = [i[1] for i in items if i[1] is not None and i[0] < 90]
     _shadows(img, canvas, near, look)
     for _dist, item, tree in sorted(items, key=lambda i: -i[0]):

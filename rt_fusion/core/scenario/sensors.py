@@ -194,6 +194,13 @@ MOUNTS: dict[str, tuple[float, float, float, float]] = {
 RIG = ('front', 'left', 'right', 'rear')
 
 
+def mount_params(names: tuple[str, ...]) -> dict[str, list[float]]:
+    """The fusion's ``extra_camera_*`` parameters for the rig cameras ``names``."""
+    cols = zip(*(MOUNTS[n] for n in names), strict=True) if names else ((), (), (), ())
+    keys = ('extra_camera_x', 'extra_camera_y', 'extra_camera_height', 'extra_camera_yaw')
+    return {k: list(v) for k, v in zip(keys, cols, strict=True)}
+
+
 def box_corners(state: dict[str, float], size: tuple[float, float, float], ego: dict[str, float]):  # type: ignore[no-untyped-def]
     """The 8 corners (base_link) of an actor's box: bottom 0-3, top 4-7, counter-clockwise."""
     length, width, height = size
