@@ -10,6 +10,7 @@ stages, then the whole camera path with the output copied to the host and decode
   python tools/bench_inference.py --backend torch --device cuda      # FP16 + CUDA graph
   python tools/bench_inference.py --backend torch --device cuda --matrix  # eager/graph, 32/16
   python tools/bench_inference.py --backend torch --device cuda --h2d  # + pinned vs pageable copy
+  python tools/bench_inference.py --backend torch --device cuda --zoom 1.5  # + the zoomed view
 
 On CUDA the frame lives in a shared-memory ring slot page-locked with cudaHostRegister (as
 the fusion node's camera ring), preprocessing is one CUDA graph replay, and the times are measured
@@ -24,7 +25,8 @@ copied, the rows decoded).
 Final line: RESULT backend=... device=... pre_p99_ms=... infer_p50_ms=... infer_p99_ms=...
 total_p99_ms=... [decode_p99_ms=... with_decode_p99_ms=... device_decode_p99_ms=...] (total:
 preprocessing + inference with one wait; with_decode: + copy + numpy decode; device_decode: +
-peaks in the graph + copy + decode).
+peaks in the graph + copy + decode) [runner_p99_ms=... zoom=... zoom_p99_ms=...: with --zoom,
+the fusion node's camera path (FrameRunner + decoding) without and with the zoomed view].
 """
 
 from __future__ import annotations
@@ -193,6 +195,36 @@ def run_config(
     return result
 
 
+def bench_runner(
+    backend: str, device: str, runs: int, threads: int, model: Path, zoom: float
+) -> dict[str, Any]:
+    """The fusion node's camera path (:class:`FrameRunner` + decoding) on a 1080p frame, with
+    and without the zoomed view (``zoom``): what the second pass costs."""
+    from rt_fusion.core.perception.zoom import decode_views  # noqa: PLC0415
+    from rt_fusion.inference.runner import FrameRunner  # noqa: PLC0415
+
+    frame, keep = _frame_source(device.startswith('cuda'))
+    out: dict[str, Any] = {}
+    for z in (1.0, zoom):
+        runner = FrameRunner(model, backend, device, threads, zoom=z)
+        assert runner.spec.decoder is not None
+        times = np.empty(runs, np.int64)
+        for i in range(runs + 20):
+            t0 = time.perf_counter_ns()
+            decode_views(
+                runner.run(frame, 'bgr8', lambda: True), runner.spec.decoder, runner.input_hw
+            )
+            if i >= 20:
+                times[i - 20] = time.perf_counter_ns() - t0
+        runner.release()
+        out[f'zoom {z:g}'] = summarize_ns(times)
+    if keep is not None:
+        ring, region = keep
+        region.release()
+        ring.close()
+    return out
+
+
 def bench_h2d(runs: int) -> dict[str, Any]:
     """1080p host->device copy: pageable numpy vs the registered shm slot."""
     import torch  # noqa: PLC0415
@@ -240,6 +272,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument('--h2d', action='store_true', help='also time 1080p host->device copies')
     parser.add_argument('--quick', action='store_true', help='200 runs')
+    parser.add_argument(
+        '--zoom',
+        type=float,
+        help="also the fusion node's path (FrameRunner + decode) without and with this zoom",
+    )
     parser.add_argument('--out', type=Path, default=ROOT / 'results' / 'bench')
     args = parser.parse_args(argv)
     runs = 200 if args.quick else args.runs
@@ -283,6 +320,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.h2d and cuda:
         for name, s in bench_h2d(runs).items():
             rows[f'1080p H2D copy, {name}'] = s
+    zoomed: dict[str, Any] = {}
+    if args.zoom:
+        zoomed = bench_runner(args.backend, args.device, runs, args.threads, args.model, args.zoom)
+        for name, s in zoomed.items():
+            rows[f"fusion node's camera path to objects, {name}"] = s
     report.console.print(
         report.latency_table(
             f'{args.model.stem}, batch 1, from a 1080p uint8 frame ({runs} runs)',
@@ -313,6 +355,15 @@ def main(argv: list[str] | None = None) -> int:
         **(
             {'device_decode_p99_ms': main_r['peaks'].p99_us / 1e3}
             if main_r['peaks'] is not None
+            else {}
+        ),
+        **(
+            {
+                'runner_p99_ms': zoomed['zoom 1'].p99_us / 1e3,
+                'zoom': args.zoom,
+                'zoom_p99_ms': zoomed[f'zoom {args.zoom:g}'].p99_us / 1e3,
+            }
+            if zoomed
             else {}
         ),
     )

@@ -911,6 +911,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--ablate', default='', help='also run: radar_only,camera_only')
     parser.add_argument('--config', type=Path, default=CONFIG, help='parameter file of the graph')
     parser.add_argument('--gate', type=float, default=2.0, help='match gate [m]')
+    parser.add_argument(
+        '--zoom',
+        type=float,
+        help="the fusion node's zoom for every run (default: the config's; 1.5: "
+        'config/vehicle.yaml)',
+    )
     parser.add_argument('--baseline', type=Path, help='fail (exit 1) on regressions against it')
     parser.add_argument('--write-baseline', type=Path, help='store this run as the baseline')
     parser.add_argument('--out', type=Path, default=ROOT / 'results' / 'eval')
@@ -940,6 +946,12 @@ def main(argv: list[str] | None = None) -> int:
     variants = ['fused', *[v for v in args.ablate.split(',') if v]]
     for v in variants:
         overrides(v)  # unknown names fail here, before anything runs
+    if args.zoom is not None:  # the config with the zoom set, beside the results
+        config = yaml.safe_load(args.config.read_text())
+        config['fusion']['ros__parameters']['zoom'] = args.zoom
+        args.out.mkdir(parents=True, exist_ok=True)
+        args.config = args.out / f'config_zoom{args.zoom:g}.yaml'
+        args.config.write_text(yaml.safe_dump(config, sort_keys=False))
     params = ev.EvalParams(gate_m=args.gate)
     os.environ.setdefault('ROS_DOMAIN_ID', str(1 + os.getpid() % 100))
     os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'

@@ -448,15 +448,19 @@ def heldout(
     workers: int,
     gate_m: float = 2.0,
     camera: tuple[int, int] = CAMERA_WH,
+    zoom: float = 1.0,
 ) -> dict[str, float]:
     """Precision, recall, class accuracy and median depth error on held-out scenes (ONNX Runtime,
     the shipped decoder and camera geometry), objects up to 80 m; recall per range bin too.
 
     The frames are rendered by the scenario camera at ``camera`` (width, height; default
     1920×1080, the scenarios' vehicle camera) and resized to the model's input by the
-    runtime's own preprocessing (``CpuPreprocessor``), as the fusion node sees them."""
+    runtime's own preprocessing (``CpuPreprocessor``), as the fusion node sees them. ``zoom`` >
+    1 adds the zoomed view of the frame's centre (:mod:`rt_fusion.core.perception.zoom`), as
+    the fusion node's ``zoom`` parameter does."""
     import onnxruntime as ort  # noqa: PLC0415
 
+    from rt_fusion.core.perception import zoom as zm  # noqa: PLC0415
     from rt_fusion.core.perception.decoders import (  # noqa: PLC0415
         CameraGeometry,
         camera_to_vehicle,
@@ -484,6 +488,11 @@ def heldout(
     )
     pre = CpuPreprocessor(spec.preprocessing, (cam.height, cam.width, 3), 'bgr')
     x = np.empty((1, 3, *input_hw), np.float32)
+    view = zm.Zoom.of(zoom, (cam.height, cam.width), input_hw)
+    zoomed_pre = None
+    if view is not None:
+        x0, y0, x1, y1 = view.crop
+        zoomed_pre = CpuPreprocessor(spec.preprocessing, (y1 - y0, x1 - x0, 3), 'bgr')
     tp = fp = fn = cls_ok = 0
     bins = {r: [0, 0] for r in RANGE_BINS_M}  # found, total
     depth_err: list[float] = []
@@ -495,6 +504,11 @@ def heldout(
         for img, labels in frames:
             pre(img, x)
             dets = decode(sess.run(None, {'images': x}), spec.decoder, input_hw)
+            if view is not None and zoomed_pre is not None:
+                x0, y0, x1, y1 = view.crop
+                zoomed_pre(img[y0:y1, x0:x1], x)
+                near = decode(sess.run(None, {'images': x}), spec.decoder, input_hw)
+                dets = zm.merge(dets, near, view, input_hw)
             pos = []
             for d in dets:
                 p = camera_to_vehicle(d, geo)
@@ -524,6 +538,7 @@ def heldout(
         'frames': sum(len(f) for f in all_frames),
         'camera': f'{cam.width}x{cam.height}',
         'input': f'{input_hw[0]}x{input_hw[1]}',
+        'zoom': view.factor if view is not None else 1.0,
         'precision': tp / max(tp + fp, 1),
         'recall': tp / max(tp + fn, 1),
         'class_accuracy': cls_ok / max(tp, 1),
@@ -599,6 +614,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--name', default='rtf_centernet')
     parser.add_argument('--heldout', type=Path, help='a model spec to check on held-out scenes')
     parser.add_argument('--scenes', type=int, default=150, help='held-out scenes (2 frames each)')
+    parser.add_argument(
+        '--zoom', type=float, default=1.0, help='--heldout: add the zoomed view (fusion zoom)'
+    )
     parser.add_argument('--picture', type=Path, help='PNG of detections (with --heldout SPEC)')
     parser.add_argument('--video', type=Path, help='--picture: also a frame of this video')
     parser.add_argument(
@@ -620,7 +638,7 @@ def main(argv: list[str] | None = None) -> int:
         picture(args.heldout, args.video, args.picture)
         return 0
     if args.heldout:
-        heldout(args.heldout, args.scenes, args.workers, camera=args.camera)
+        heldout(args.heldout, args.scenes, args.workers, camera=args.camera, zoom=args.zoom)
         return 0
     train(args)
     return 0

@@ -17,6 +17,7 @@ from typing import Any, cast
 import numpy as np
 
 from rt_fusion.core.perception.decoders import CenternetPeaks
+from rt_fusion.core.perception.zoom import Views, Zoom, ZoomError
 from rt_fusion.inference import backend as backends
 from rt_fusion.inference import pinned
 from rt_fusion.inference.preprocess import CpuPreprocessor, TorchPreprocessor
@@ -38,6 +39,10 @@ class FrameRunner:
             the GPU inside the model's CUDA graph (:mod:`rt_fusion.inference.device_decode`):
             ``run`` then returns :class:`CenternetPeaks` (a few KB) instead of the whole head.
         warm: run :meth:`warm_up` now (False: the caller does, or :meth:`start_warm_up`).
+        zoom: > 1: each frame also goes through the network as the zoomed view of its centre
+            (:mod:`rt_fusion.core.perception.zoom`, far objects at ``zoom`` times the scale);
+            ``run`` then returns :class:`Views`. Only with a decoder, and only for frames large
+            enough (:attr:`zoom_note` says why a frame size has none).
 
     Raises:
         ModelError: the spec, the model or its runtime cannot be loaded.
@@ -52,8 +57,13 @@ class FrameRunner:
         *,
         device_decode: bool = True,
         warm: bool = True,
+        zoom: float = 1.0,
     ) -> None:
         self.spec: ModelSpec = load_spec(spec_path)
+        self.zoom = zoom if self.spec.decoder is not None else 1.0
+        self.zoom_note = '' if self.zoom == zoom else 'no zoomed view: the model has no decoder'
+        self.view: Zoom | None = None  # of the current frame size
+        self._zoom_pre: CpuPreprocessor | TorchPreprocessor | None = None
         options: dict[str, Any] = {'device': device}
         if threads:
             options['threads'] = threads
@@ -179,13 +189,59 @@ class FrameRunner:
             else:
                 self.pre = CpuPreprocessor(self.spec.preprocessing, image.shape, order)
                 self._target = target if isinstance(target, np.ndarray) else target.numpy()
-        if isinstance(self.pre, TorchPreprocessor):
-            self.pre(image)  # the copy from the slot has finished when this returns
+            self._zoom_for(image.shape, order, target)
+        full = self._view_out(self.pre, image, still_valid)
+        if full is False or self.view is None or self._zoom_pre is None:
+            return full
+        x0, y0, x1, y1 = self.view.crop
+        # The next run writes the same output buffers (ONNX Runtime's bound outputs, the
+        # page-locked host copies of the CUDA path).
+        full = CenternetPeaks(full.rows.copy()) if self.peaks else np.array(full, copy=True)
+        zoomed = self._view_out(self._zoom_pre, image[y0:y1, x0:x1], still_valid)
+        return False if zoomed is False else Views(full, zoomed, self.view)
+
+    def _zoom_for(self, shape: tuple[int, ...], order: str, target: Any) -> None:
+        """The zoomed view of this frame size and its preprocessing (none when zoom is off or
+        the frame is too small for it: :attr:`zoom_note` says so)."""
+        self.view, self._zoom_pre = None, None
+        if self.zoom <= 1.0:
+            return
+        assert self.spec.preprocessing is not None
+        try:
+            self.view = Zoom.of(self.zoom, (shape[0], shape[1]), self.input_hw)
+        except ZoomError as err:
+            self.zoom_note = f'no zoomed view: {err}'
+            return
+        assert self.view is not None
+        x0, y0, x1, y1 = self.view.crop
+        crop = (y1 - y0, x1 - x0, 3)
+        if self.cuda:
+            self._zoom_pre = TorchPreprocessor(
+                self.spec.preprocessing,
+                crop,
+                self.model.device,
+                out=target,
+                src_order=order,
+                stream=self.model.stream,
+            )
         else:
-            self.pre(image, self._target)
+            self._zoom_pre = CpuPreprocessor(self.spec.preprocessing, crop, order)
+        self.zoom_note = ''
+
+    def _view_out(
+        self,
+        pre: CpuPreprocessor | TorchPreprocessor,
+        image: np.ndarray,
+        still_valid: Callable[[], bool],
+    ) -> Any:
+        """One view of a frame through preprocessing and the network (False: torn)."""
+        if isinstance(pre, TorchPreprocessor):
+            pre(image)  # the copy from the slot has finished when this returns
+        else:
+            pre(image, self._target)
         if not still_valid():
             return False
-        if isinstance(self.pre, TorchPreprocessor):  # graph, output copy, one wait
+        if isinstance(pre, TorchPreprocessor):  # graph, output copy, one wait
             if self.peaks:
                 return CenternetPeaks(self.model.run_to_host(PEAKS))
             return self.model.run_to_host(self.output_name)
@@ -204,3 +260,4 @@ class FrameRunner:
             self.model.release()
             self.model = None
         self.pre = None
+        self._zoom_pre = None

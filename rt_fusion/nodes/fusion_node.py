@@ -52,8 +52,9 @@ from rt_fusion.core.fusion import FusedFrame, FusionEngine, FusionParams, RadarO
 from rt_fusion.core.latency import DIAG_WINDOW, LatencyRecorder
 from rt_fusion.core.params import param
 from rt_fusion.core.perception import tracker
-from rt_fusion.core.perception.decoders import CameraDetection, CameraGeometry, decode
+from rt_fusion.core.perception.decoders import CameraDetection, CameraGeometry
 from rt_fusion.core.perception.hearing import HearingParams
+from rt_fusion.core.perception.zoom import decode_views
 from rt_fusion.core.sync import AlignedFrame, Aligner, SyncParams
 from rt_fusion.inference.hearing import load_hearing_model
 from rt_fusion.inference.runner import DEFAULT_INPUT_HW, FrameRunner
@@ -88,6 +89,14 @@ class FusionNodeParams:
         'on CUDA (torch backend), reduce a centernet head to its peaks inside the CUDA graph: '
         'a few KB to the host instead of the whole head (false: the whole head, decoded by numpy)',
         default=True,
+    )
+    zoom: float = param(
+        'also run the network on the centre of each frame zoomed this many times over the full '
+        'view (far objects at more pixels; 1: off). Costs a second inference per frame; a frame '
+        'too small for it (the crop would be upsampled) runs without, and the log says so',
+        default=1.0,
+        low=1.0,
+        high=4.0,
     )
     infer_period_s: float = param(
         'run the network at most this often, by frame stamps (0: every frame); the frames '
@@ -236,6 +245,7 @@ class FusionNode(node_utils.DeviceNode):
         self.camera: ShmSubscription | None = None
         self.hearing: HearingInput | None = None
         self.runner: FrameRunner | None = None
+        self._zoom_note = ''  # the last frame size's reason for no zoomed view
         self.rt_report: realtime.RealtimeReport | None = None
         self.rt_params: realtime.RealtimeParams | None = None
 
@@ -310,6 +320,7 @@ class FusionNode(node_utils.DeviceNode):
                     threads,
                     device_decode=p.device_decode,
                     warm=False,
+                    zoom=p.zoom,
                 )
                 if self.runner.cuda:
                     self.runner.warm_up()
@@ -643,7 +654,12 @@ class FusionNode(node_utils.DeviceNode):
                 failed = self.runner.pin((desc.segment, desc.segment_epoch_ns), reader.slot_range)
                 if failed:
                     self.get_logger().warning(f'camera ring not page-locked: {failed}')
-        return self.runner.run(frame.array, desc.encoding, frame.valid)
+        out = self.runner.run(frame.array, desc.encoding, frame.valid)
+        if self.runner.zoom_note != self._zoom_note:  # a frame size without the zoomed view
+            self._zoom_note = self.runner.zoom_note
+            if self._zoom_note:
+                self.get_logger().warning(f'zoom {self.params.zoom:g}: {self._zoom_note}')
+        return out
 
     def _process(self, aligned: AlignedFrame, released_ns: int) -> None:
         t0 = time.perf_counter_ns()
@@ -684,7 +700,7 @@ class FusionNode(node_utils.DeviceNode):
             self.engine.set_siren(siren.probability if siren is not None else None)
         detections = None
         if out is not None and self.engine.decoder is not None:
-            detections = decode(out, self.engine.decoder, self.input_hw)
+            detections = decode_views(out, self.engine.decoder, self.input_hw)
             out = None
             t2 = time.perf_counter_ns()
             self.stage_ns['decode'].record(t2 - t1)
@@ -738,7 +754,9 @@ class FusionNode(node_utils.DeviceNode):
             if not skip:
                 cam.used += 1
             if result is not None and self.engine.decoder is not None:
-                out.append((cam.geometry, decode(result, self.engine.decoder, self.input_hw)))
+                out.append(
+                    (cam.geometry, decode_views(result, self.engine.decoder, self.input_hw))
+                )
         return out
 
     def _publish(self, fused: FusedFrame, released_ns: int, lineage: Lineage) -> None:

@@ -128,3 +128,27 @@ def test_the_cuda_runner_decodes_peaks_in_its_graph_as_the_host_decoder_does() -
     finally:
         on_gpu.release()
         whole.release()
+
+
+def test_the_zoomed_runner_gives_both_views_and_none_for_a_small_frame() -> None:
+    """zoom 1.5: a 1080p frame's output and that of its centre's 1280x720 crop, each what the
+    backend gives for that image; a frame too small for the zoom: the plain output, and why."""
+    from rt_fusion.core.perception.zoom import Views  # noqa: PLC0415
+
+    spec = ROOT / 'models' / 'rtf_centernet.yaml'
+    rng = np.random.default_rng(5)
+    frame = cv2.GaussianBlur(rng.integers(0, 256, (1080, 1920, 3), dtype=np.uint8), (9, 9), 3)
+    runner = FrameRunner(spec, 'onnxruntime', 'cpu', threads=1, zoom=1.5)
+    plain = FrameRunner(spec, 'onnxruntime', 'cpu', threads=1)
+    try:
+        out = runner.run(frame, 'bgr8', lambda: True)
+        assert isinstance(out, Views) and out.zoom.crop == (320, 180, 1600, 900)
+        crop = np.ascontiguousarray(frame[180:900, 320:1600])
+        np.testing.assert_allclose(out.full, plain.run(frame, 'bgr8', lambda: True), atol=1e-4)
+        np.testing.assert_allclose(out.zoomed, plain.run(crop, 'bgr8', lambda: True), atol=1e-4)
+        assert runner.run(frame, 'bgr8', lambda: False) is False
+        small = runner.run(frame[:360, :640], 'bgr8', lambda: True)
+        assert isinstance(small, np.ndarray) and 'smaller than the 640x384' in runner.zoom_note
+    finally:
+        runner.release()
+        plain.release()
