@@ -6,18 +6,18 @@ is the centre of the *frame* (around the horizon, where far objects are) at ``fa
 scale of the full view, resized to the same input: at ``factor`` 1.5 a 1080p frame's central
 1280×720 pixels, at 3 its central 640×360 at their native resolution.
 
-The same network reads it without retraining, as far as geometry goes. A pinhole camera zoomed by ``z`` images a point
-(X, Y, Z) where the unzoomed one images (X, Y, Z / z): the zoomed view *is* a plausible frame of
-the same road with every depth divided by ``z`` (heights, widths, lane widths and the horizon
-unchanged). So a detection in it is mapped back to the full input's pixels and its regressed
-depth multiplied by ``z``; the lens (plumb_bob) then applies as for any full-view detection,
-because the crop's pixels are the distorted frame's pixels. Its pixels are another matter:
-the shipped detector was trained on 1280×720 renders resized to its input (a 2× reduction),
-and a view at another reduction is new to it. Measured on 80 held-out 1080p frames (per frame,
-2 m gate, ``tools/train_detector.py --heldout … --zoom Z``): zoom 1.5 (a 2× reduction, as in
-training) raised recall 0.68 -> 0.73 (50–80 m: 0.38 -> 0.51) for precision 0.63 -> 0.62;
-zoom 2 and 3 lowered both (3: P 0.63 -> 0.48). A zoom beyond 1.5 wants a detector trained on
-such views.
+The same network reads it without retraining, as far as geometry goes. A pinhole camera
+zoomed by ``z`` images a point (X, Y, Z) where the unzoomed one images (X, Y, Z / z): the zoomed
+view *is* a plausible frame of the same road with every depth divided by ``z`` (heights,
+widths, lane widths and the horizon unchanged). So a detection in it is mapped back to the
+full input's pixels and its regressed depth multiplied by ``z``; the lens (plumb_bob) then
+applies as for any full-view detection, because the crop's pixels are the distorted frame's
+pixels. Its pixels are another matter: the shipped detector was trained on 1280×720 renders
+resized to its input (a 2× reduction), and a view at another reduction is new to it. Measured
+on 80 held-out 1080p frames (per frame, 2 m gate, ``tools/train_detector.py --heldout …
+--zoom Z``): zoom 1.5 (a 2× reduction, as in training) raised recall 0.68 -> 0.73 (50–80 m:
+0.38 -> 0.51) for precision 0.63 -> 0.62; zoom 2 and 3 lowered precision (3: 0.63 -> 0.42–0.58)
+and gained no recall. A zoom beyond 1.5 wants a detector trained on such views.
 
 :func:`merge` keeps the zoomed detections lying wholly inside the crop (one touching its border
 is a cut-off object, better seen by the full view) and drops the full view's detections of the
