@@ -96,6 +96,9 @@ class TorchPreprocessor:
         src_order: channel order of the frames.
         stream: CUDA stream to run on (default: a new high-priority one).
         cuda_graph: capture the kernels into a CUDA graph.
+        source: a device tensor (HWC uint8, e.g. a crop of another preprocessor's ``src``) to
+            read instead of a frame copied from the host: :meth:`replay` then runs the kernels
+            on whatever it holds (the zoomed view of a frame already uploaded).
     """
 
     def __init__(
@@ -109,6 +112,7 @@ class TorchPreprocessor:
         src_order: str = 'rgb',
         stream: Any = None,
         cuda_graph: bool = True,
+        source: Any = None,
     ) -> None:
         import torch  # noqa: PLC0415 - optional accelerator
         import torch.nn.functional as func  # noqa: PLC0415
@@ -118,7 +122,11 @@ class TorchPreprocessor:
         self.src_shape = tuple(src_shape)
         h, w = pre.resize
         self.device = device
-        self.src = torch.zeros(self.src_shape, dtype=torch.uint8, device=device)
+        self.src = (
+            source
+            if source is not None
+            else torch.zeros(self.src_shape, dtype=torch.uint8, device=device)
+        )
         self.out = (
             out
             if out is not None
@@ -167,6 +175,19 @@ class TorchPreprocessor:
             if len(self._host_cache) < 64:
                 self._host_cache[key] = cached
         return cached
+
+    def replay(self) -> Any:
+        """Enqueues the preprocessing of what ``src`` holds now (no copy from the host; a
+        ``source`` view); returns ``out``."""
+        if self.stream is None:
+            self._kernels()
+            return self.out
+        with self.torch.cuda.stream(self.stream):
+            if self.graph is not None:
+                self.graph.replay()
+            else:
+                self._kernels()
+        return self.out
 
     def __call__(self, frame: npt.NDArray[np.uint8]) -> Any:
         """Enqueues copy + preprocessing of ``frame`` on the stream; returns ``out``.

@@ -215,7 +215,8 @@ class FrameRunner:
         assert self.view is not None
         x0, y0, x1, y1 = self.view.crop
         crop = (y1 - y0, x1 - x0, 3)
-        if self.cuda:
+        if self.cuda:  # cut from the frame the full view uploaded: no second copy
+            assert isinstance(self.pre, TorchPreprocessor)
             self._zoom_pre = TorchPreprocessor(
                 self.spec.preprocessing,
                 crop,
@@ -223,6 +224,7 @@ class FrameRunner:
                 out=target,
                 src_order=order,
                 stream=self.model.stream,
+                source=self.pre.src[y0:y1, x0:x1],
             )
         else:
             self._zoom_pre = CpuPreprocessor(self.spec.preprocessing, crop, order)
@@ -235,7 +237,9 @@ class FrameRunner:
         still_valid: Callable[[], bool],
     ) -> Any:
         """One view of a frame through preprocessing and the network (False: torn)."""
-        if isinstance(pre, TorchPreprocessor):
+        if pre is self._zoom_pre and isinstance(pre, TorchPreprocessor):
+            pre.replay()  # the full view's upload of this frame, cropped on the device
+        elif isinstance(pre, TorchPreprocessor):
             pre(image)  # the copy from the slot has finished when this returns
         else:
             pre(image, self._target)

@@ -161,6 +161,26 @@ def test_torch_preprocessing_agrees_with_the_cpu_path() -> None:
     np.testing.assert_allclose(gpu_path, cpu, atol=0.03)
 
 
+@pytest.mark.skipif(not _torch_available(), reason='torch not installed')
+def test_a_preprocessor_on_a_crop_of_another_s_upload_preprocesses_that_crop() -> None:
+    """The zoomed view on CUDA: a preprocessor whose source is a crop of the full view's
+    device frame gives what one fed the cropped frame from the host gives."""
+    from rt_fusion.inference.preprocess import TorchPreprocessor  # noqa: PLC0415
+
+    pre = load_spec(SPEC).preprocessing
+    assert pre is not None
+    frame = np.random.default_rng(2).integers(0, 256, (1080, 1920, 3), dtype=np.uint8)
+    full = TorchPreprocessor(pre, frame.shape, device='cpu', src_order='bgr')
+    zoomed = TorchPreprocessor(
+        pre, (720, 1280, 3), device='cpu', src_order='bgr', source=full.src[180:900, 320:1600]
+    )
+    full(frame)
+    got = zoomed.replay().numpy().copy()
+    crop = np.ascontiguousarray(frame[180:900, 320:1600])
+    want = TorchPreprocessor(pre, crop.shape, device='cpu', src_order='bgr')(crop).numpy()
+    np.testing.assert_array_equal(got, want)
+
+
 def test_engine_names_carry_gpu_capability_and_version() -> None:
     tag = engine_tag('rtf_testnet', 'NVIDIA Jetson AGX Orin', (8, 7), '10.3.0.30', 'fp16')
     name = tag.filename()

@@ -152,3 +152,30 @@ def test_the_zoomed_runner_gives_both_views_and_none_for_a_small_frame() -> None
     finally:
         runner.release()
         plain.release()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _cuda(), reason='no CUDA device (runs on the GPU machine)')
+def test_the_cuda_runner_s_zoomed_view_is_the_crop_s_own_output() -> None:
+    """On CUDA the zoomed view is cut from the frame the full view uploaded: its peaks are
+    those of the cropped frame run on its own."""
+    from rt_fusion.core.perception.decoders import CenternetPeaks  # noqa: PLC0415
+    from rt_fusion.core.perception.zoom import Views  # noqa: PLC0415
+
+    spec_path = ROOT / 'models' / 'rtf_centernet.yaml'
+    frame = cv2.resize(_frame(), (1920, 1080))
+    frame[600:, :] = (90, 90, 90)
+    zoomed = FrameRunner(spec_path, 'torch', 'cuda', zoom=1.5)
+    plain = FrameRunner(spec_path, 'torch', 'cuda')
+    try:
+        out = zoomed.run(frame, 'bgr8', lambda: True)
+        assert isinstance(out, Views) and isinstance(out.zoomed, CenternetPeaks)
+        full = plain.run(frame, 'bgr8', lambda: True)
+        np.testing.assert_allclose(out.full.rows, full.rows, atol=1e-3)
+        crop = np.ascontiguousarray(frame[180:900, 320:1600])
+        np.testing.assert_allclose(
+            out.zoomed.rows, plain.run(crop, 'bgr8', lambda: True).rows, atol=1e-3
+        )
+    finally:
+        zoomed.release()
+        plain.release()
