@@ -338,6 +338,7 @@ def test_a_torn_camera_frame_still_fuses_its_radar_and_imu_and_is_counted_once()
 
     class TornRunner:
         cuda = False
+        zoom_note = ''
 
         def run(self, image: object, encoding: str, still_valid: object) -> bool:
             return False  # what FrameRunner.run says of a frame overwritten while read
