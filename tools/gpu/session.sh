@@ -43,6 +43,12 @@ setup() {
   fi
   $PY -m pip install -q --no-deps --no-build-isolation -e . >/tmp/pip_e.log 2>&1 || tail -5 /tmp/pip_e.log
   ament_layout
+  # The numba kernels into their on-disk cache now, as make setup does: otherwise every node of
+  # a fresh machine's first graph run compiles them on a thread of its own (~10 s, tracking and
+  # planning in numpy meanwhile), and that run stalls 50-450 ms at a time in both graphs.
+  $PY -c 'from rt_fusion.core.perception import tracker; tracker.warm_up()
+from rt_fusion.core.planning import frenet; frenet.warm_up()' 2>&1 | tail -2
+  $PY -m compileall -q -j 0 rt_fusion tools >/dev/null
   $PY -c "import rclpy, rt_fusion, rt_fusion_msgs.msg; print('ros ok')"
   $PY -c "import launch_ros.actions; print('launch ok')"
 }
