@@ -111,15 +111,59 @@ def _targets(labels: list[dd.CameraLabel], sx: float, sy: float) -> dict[str, np
     return {'heat': heat.astype(np.float16), 'idx': idx, 'reg': reg, 'mask': mask}
 
 
+#: The views each rendered frame is taken in (``--views``): 1 is the whole frame resized to the
+#: input; a factor z > 1 is the frame's centre as the fusion node's zoomed view cuts it
+#: (:class:`rt_fusion.core.perception.zoom.Zoom`), its depths divided by z (the runtime
+#: multiplies them back). A detector trained on the whole frame alone has never seen a view
+#: reduced less than the full one, and the zoomed view beyond 1.5 lost it precision.
+VIEWS: tuple[float, ...] = (1.0,)
+
+
+def set_views(views: tuple[float, ...]) -> None:
+    """The views of every rendered frame (``--views``), before the data is made."""
+    global VIEWS  # noqa: PLW0603
+    VIEWS = views
+
+
+def zoomed_labels(labels: list[dd.CameraLabel], view: Any) -> list[dd.CameraLabel]:
+    """Labels of a frame in a zoomed view's crop (its own pixels, before the resize), their
+    depths divided by the view's factor; objects whose keypoint is outside the crop are not in
+    the view."""
+    import dataclasses  # noqa: PLC0415
+
+    x0, y0, x1, y1 = view.crop
+    out = []
+    for lab in labels:
+        ku, kv = lab.keypoint
+        if not (x0 <= ku < x1 and y0 <= kv < y1):
+            continue
+        u0, v0, u1, v1 = lab.box
+        box = (max(u0, x0) - x0, max(v0, y0) - y0, min(u1, x1) - x0, min(v1, y1) - y0)
+        out.append(
+            dataclasses.replace(
+                lab, box=box, keypoint=(ku - x0, kv - y0), depth=lab.depth / view.factor
+            )
+        )
+    return out
+
+
 def _scene(seed: tuple[int, int]) -> list[tuple[np.ndarray, dict[str, np.ndarray]]]:
     import cv2  # noqa: PLC0415
 
+    from rt_fusion.core.perception import zoom as zm  # noqa: PLC0415
+
     cam = render_camera()
-    sx, sy = INPUT_HW[1] / cam.width, INPUT_HW[0] / cam.height
     out = []
     for frame, labels in dd.scene_frames(seed, FRAMES_PER_SCENE, cam):
-        img = cv2.resize(frame, (INPUT_HW[1], INPUT_HW[0]), interpolation=cv2.INTER_LINEAR)
-        out.append((img, _targets(labels, sx, sy)))
+        for factor in VIEWS:
+            view = zm.Zoom.of(factor, (cam.height, cam.width), INPUT_HW)
+            part, labs = frame, labels
+            if view is not None:
+                x0, y0, x1, y1 = view.crop
+                part, labs = frame[y0:y1, x0:x1], zoomed_labels(labels, view)
+            sx, sy = INPUT_HW[1] / part.shape[1], INPUT_HW[0] / part.shape[0]
+            img = cv2.resize(part, (INPUT_HW[1], INPUT_HW[0]), interpolation=cv2.INTER_LINEAR)
+            out.append((img, _targets(labs, sx, sy)))
     return out
 
 
@@ -233,7 +277,7 @@ def train(args: argparse.Namespace) -> None:
     torch.manual_seed(args.seed)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    scenes = args.frames // FRAMES_PER_SCENE
+    scenes = max(1, args.frames // (FRAMES_PER_SCENE * len(VIEWS)))
     t0 = time.monotonic()
     data = make_data(dd.TRAIN_SEED_BASE + args.seed * 0, scenes, args.workers)
     gen_s = time.monotonic() - t0
@@ -315,6 +359,7 @@ def train(args: argparse.Namespace) -> None:
             'params': params,
             'history': history,
             'input_hw': list(INPUT_HW),
+            'views': list(VIEWS),
         },
         out / 'weights.pt',
     )
@@ -331,6 +376,7 @@ def train(args: argparse.Namespace) -> None:
         'parameters': params,
         'input': f'{INPUT_HW[0]}x{INPUT_HW[1]}',
         'camera': f'{CAMERA_WH[0]}x{CAMERA_WH[1]}',
+        'views': ','.join(f'{v:g}' for v in VIEWS),
         'device': torch.cuda.get_device_name() if dev.type == 'cuda' else 'cpu',
         'final_loss': history[-1] if history else {},
     }
@@ -594,6 +640,13 @@ def _heldout_scene(seed: tuple[int, int]) -> list[tuple[np.ndarray, list[dd.Came
     return dd.scene_frames(seed, 2, render_camera())
 
 
+def _views(text: str) -> tuple[float, ...]:
+    views = tuple(float(v) for v in text.split(','))
+    if not views or any(not v >= 1.0 for v in views):
+        raise argparse.ArgumentTypeError(f'--views {text}: factors >= 1, comma-separated')
+    return views
+
+
 def _size(text: str, sep: str = 'x') -> tuple[int, int]:
     a, b = text.lower().split(sep)
     return int(a), int(b)
@@ -629,8 +682,16 @@ def main(argv: list[str] | None = None) -> int:
         help="render the scenes at WxH (16:9; default 1920x1080, the scenarios' vehicle "
         'camera), resized to the model input',
     )
+    parser.add_argument(
+        '--views',
+        type=_views,
+        default=VIEWS,
+        help='each rendered frame in these views: 1 the whole frame, z > 1 its centre zoomed z '
+        'times as the fusion node cuts it (e.g. 1,1.5,3; default 1); --frames counts them all',
+    )
     args = parser.parse_args(argv)
     set_input(args.input, args.camera)
+    set_views(args.views)
     if args.export:
         export(args.export, args.models, args.name)
         return 0

@@ -9,9 +9,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from rt_fusion.core.perception.decoders import CameraGeometry, camera_to_vehicle, decode
+from rt_fusion.core.perception.decoders import (
+    CameraDetection,
+    CameraGeometry,
+    camera_to_vehicle,
+    decode,
+)
+from rt_fusion.core.perception.zoom import Zoom
 from rt_fusion.core.scenario import detector_data as dd
 from rt_fusion.core.scenario import sensors as sm
 from rt_fusion.inference.runner import FrameRunner
@@ -88,3 +95,40 @@ def test_training_runs_end_to_end_and_exports_a_loadable_model(tmp_path: Path) -
     assert spec.decoder is not None and spec.artifact('onnx').is_file()
     runner = FrameRunner(tmp_path / 'm' / 'tiny.yaml', 'onnxruntime', 'cpu', threads=1)
     runner.release()
+
+
+def test_a_zoomed_training_view_is_labelled_as_the_runtime_maps_it_back() -> None:
+    """``--views``: an object labelled in a zoomed view's crop (keypoint resized to the input,
+    depth divided by the factor), decoded there and mapped back by the fusion node's
+    ``Zoom.to_full``, lands on its full-view label; objects outside the crop are not labelled."""
+    sys.path.insert(0, str(ROOT))
+    from tools import train_detector as td  # noqa: PLC0415
+
+    cam, input_hw = sm.VEHICLE, (384, 640)
+    checked = 0
+    for k in range(20):
+        rng = np.random.default_rng([dd.TRAIN_SEED_BASE, k])
+        world = dd.build_world(dd.random_scenario(rng), 4.0)
+        labels = dd.camera_labels(world, 1.0, cam)
+        for factor in (1.5, 3.0):
+            view = Zoom.of(factor, (cam.height, cam.width), input_hw)
+            assert view is not None
+            x0, y0, x1, y1 = view.crop
+            zoomed = td.zoomed_labels(labels, view)
+            inside = [
+                lab for lab in labels
+                if x0 <= lab.keypoint[0] < x1 and y0 <= lab.keypoint[1] < y1
+            ]  # fmt: skip
+            assert [z.actor_id for z in zoomed] == [lab.actor_id for lab in inside]
+            zx, zy = input_hw[1] / (x1 - x0), input_hw[0] / (y1 - y0)
+            fx, fy = input_hw[1] / cam.width, input_hw[0] / cam.height
+            for z, lab in zip(zoomed, inside, strict=True):
+                u, v = z.keypoint[0] * zx, z.keypoint[1] * zy
+                det = CameraDetection(lab.cls, 1.0, (u, v, u, v), (u, v), z.depth)
+                back = view.to_full(det)
+                assert back.keypoint == pytest.approx((lab.keypoint[0] * fx, lab.keypoint[1] * fy))
+                assert back.depth == pytest.approx(lab.depth)
+                assert 0 <= z.box[0] <= z.box[2] <= x1 - x0
+                assert 0 <= z.box[1] <= z.box[3] <= y1 - y0
+                checked += 1
+    assert checked >= 20
