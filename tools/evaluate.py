@@ -19,8 +19,9 @@ inputs on any machine: two runs give the same outputs and the same ``metrics.jso
 
 Outputs (fused objects, odometry, trajectories) are recorded and scored with
 :mod:`rt_fusion.core.evaluation` against the truth the generator wrote (``ground_truth.json``):
-perception for objects visible to a sensor and for all objects (1–80 m, |y| ≤ 20 m, 2 m gate),
-planning against the true actors' motion. ``--ablate`` adds runs with an input switched off
+perception for objects visible to the run's sensors (any sensor for the fused run, its one sensor
+for an ablation: ``visible_any`` keeps every sensor's view) and for all objects (1–80 m,
+|y| ≤ 20 m, 2 m gate), planning against the true actors' motion. ``--ablate`` adds runs with an input switched off
 through parameters: ``radar_only`` (no network: ``fusion.backend: none``) and ``camera_only``
 (``fusion.radar_input: false``). Machine-dependent figures (latency) go to ``timing.json``, not
 ``metrics.json``.
@@ -75,6 +76,10 @@ CONFIG = ROOT / 'config' / 'replay.yaml'
 ACK_TOPIC = '/fusion/ack'
 START_TOPIC = '/evaluate/start'
 VARIANTS = ('fused', 'radar_only', 'camera_only')
+#: The sensors whose sight makes a truth object count as ``visible`` in each variant: a
+#: single-modality ablation is scored on what its one sensor can see (an object only the radar
+#: sees is not a camera-only miss); ``visible_any`` in metrics.json keeps every sensor's view.
+SENSORS = {'fused': ('camera', 'radar'), 'radar_only': ('radar',), 'camera_only': ('camera',)}
 HIGHER_IS_BETTER = (
     'precision',
     'recall',
@@ -309,8 +314,11 @@ def load_truth(folder: Path) -> dict[str, Any] | None:
     return json.loads(path.read_text()) if path.is_file() else None
 
 
-def truth_frames(truth: dict[str, Any]) -> dict[int, list[ev.TruthObject]]:
-    """Truth per camera stamp, in base_link, velocities over ground rotated into it."""
+def truth_frames(
+    truth: dict[str, Any], sensors: tuple[str, ...] = SENSORS['fused']
+) -> dict[int, list[ev.TruthObject]]:
+    """Truth per camera stamp, in base_link, velocities over ground rotated into it; an object
+    is ``visible`` when one of ``sensors`` sees it."""
     out = {}
     for frame in truth['frames']:
         yaw = frame['ego']['yaw']
@@ -327,7 +335,7 @@ def truth_frames(truth: dict[str, Any]) -> dict[int, list[ev.TruthObject]]:
                     -s * o['vx'] + c * o['vy'],
                     # a vehicle with its siren on is an emergency vehicle (the truth bag's class)
                     ev.EMERGENCY if o.get('siren') else CLASS_BY_NAME.get(o['class'], ev.UNKNOWN),
-                    bool(vis['camera'] or vis['radar']),
+                    any(bool(vis.get(name, False)) for name in sensors),
                 )
             )
         out[int(frame['stamp_ns'])] = objs
@@ -564,8 +572,10 @@ def score(
     truth: dict[str, Any] | None,
     counts: dict[str, int],
     params: ev.EvalParams,
+    sensors: tuple[str, ...] = SENSORS['fused'],
 ) -> tuple[dict[str, Any], dict[str, Any], list[ev.Frame]]:
-    """(metrics, timing, frames) of one run."""
+    """(metrics, timing, frames) of one run; ``visible`` counts the objects that one of
+    ``sensors`` sees (the variant's), ``visible_any`` those that any sensor sees."""
     camera = counts.get('/camera/out/image/compressed', 0) + counts.get('/camera/out/image', 0)
     fused_stamps = [o['stamp_ns'] for o in rec['objects']]
     metrics: dict[str, Any] = {
@@ -591,7 +601,9 @@ def score(
         metrics['note'] = 'no ground truth beside this bag: consistency only'
         return metrics, timing, frames
     by_stamp = {o['stamp_ns']: o for o in rec['objects']}
-    for stamp, objs in sorted(truth_frames(truth).items()):
+    any_sensor: list[ev.Frame] = []
+    everything = truth_frames(truth)
+    for stamp, objs in sorted(truth_frames(truth, sensors).items()):
         got = by_stamp.get(stamp)
         outputs = (
             [ev.OutputObject(i, x, y, vx, vy, c) for i, x, y, vx, vy, c in got['objects']]
@@ -599,8 +611,12 @@ def score(
             else None
         )
         frames.append(ev.Frame(stamp, objs, outputs))
+        any_sensor.append(ev.Frame(stamp, everything[stamp], outputs))
     metrics['frames_missing'] = [k for k, f in enumerate(frames) if f.outputs is None]
+    metrics['visible_to'] = list(sensors)
     metrics['visible'] = ev.score_perception(frames, params, visible_only=True)
+    if tuple(sensors) != SENSORS['fused']:
+        metrics['visible_any'] = ev.score_perception(any_sensor, params, visible_only=True)
     metrics['all'] = ev.score_perception(frames, params, visible_only=False)
     plans = plans_in_world(rec['plans'], rec['odometry'], truth)
     metrics['planning'] = ev.score_planning(plans, actor_tracks(truth))
@@ -804,7 +820,7 @@ def print_table(rows: list[tuple[str, dict[str, Any]]]) -> None:
     from rich.console import Console  # noqa: PLC0415
     from rich.table import Table  # noqa: PLC0415
 
-    table = Table(title='evaluation (visible objects, 1–80 m, 2 m gate)')
+    table = Table(title="evaluation (objects visible to the run's sensors, 1–80 m, 2 m gate)")
     cols = (
         'precision',
         'recall',
@@ -1029,7 +1045,9 @@ def main(argv: list[str] | None = None) -> int:
                         args.deadline,
                         camera_topic(counts),
                     )
-                metrics, timing, frames = score(rec, truth, counts, params)
+                metrics, timing, frames = score(
+                    rec, truth, counts, params, SENSORS.get(variant, SENSORS['fused'])
+                )
                 (out / 'metrics.json').write_text(
                     json.dumps(metrics, indent=1, sort_keys=True) + '\n'
                 )

@@ -179,6 +179,13 @@ class FusionParams:
         default=50.0,
         low=0.0,
     )
+    camera_birth_radar_timeout_s: float = param(
+        'without a radar scan for this long (no radar configured, or the radar lost), camera '
+        'detections start tracks out to camera_max_range_m: nothing else would start far ones',
+        unit='s',
+        default=1.0,
+        low=0.0,
+    )
     camera_birth_score: float = param(
         'a camera detection below this score updates tracks but does not start one',
         default=0.5,
@@ -374,6 +381,7 @@ class FusionEngine:
         self.motion = EgoMotion(ego)
         self.tracker = Tracker(tracker)
         self._last_scan_ns = -1
+        self._tracked_scan_ns: int | None = None  # the last radar scan that went into a step
         self._scans: dict[int, list[RadarObjectIn]] = {}  # radar scan stamp -> its objects
         c, s = math.cos(self.p.radar_yaw), math.sin(self.p.radar_yaw)
         self._radar_rot = (c, s)
@@ -532,12 +540,23 @@ class FusionEngine:
         # with a wrong speed starts tracks that then miss their own object.
         known = self.p.ego_speed_mps >= 0.0 or self.motion.pose.v_var <= 1.5**2
         self.tracker.step(scan_ns, dets, birth=known)
+        self._tracked_scan_ns = scan_ns
+
+    def camera_birth_range(self, stamp_ns: int) -> float:
+        """How far a camera detection at ``stamp_ns`` may start a track: ``camera_birth_range_m``
+        while the radar (which starts far tracks) is there, ``camera_max_range_m`` when it has
+        given no scan for ``camera_birth_radar_timeout_s`` (or none yet)."""
+        p, last = self.p, self._tracked_scan_ns
+        if last is not None and stamp_ns - last <= p.camera_birth_radar_timeout_s * 1e9:
+            return p.camera_birth_range_m
+        return max(p.camera_birth_range_m, p.camera_max_range_m)
 
     def camera_block(
         self,
         cams: Sequence[CameraDetection],
         pose: tuple[float, float, float],
         geo: CameraGeometry | None = None,
+        birth_range_m: float | None = None,
     ) -> Detections:
         """A camera frame's detections as the tracker's block, in ``odom`` at ``pose`` (x, y,
         yaw), vectorised: each placed on the vehicle frame as :func:`camera_to_vehicle` does
@@ -545,7 +564,9 @@ class FusionEngine:
         plus half its class's length), dropped when its class is unknown, it is not on the road
         ahead or beyond ``camera_max_range_m``; position only (a post: known to stand still),
         its error along the line of sight growing with range (monocular depth). ``geo``: the
-        camera that saw them (default the front one; an extra camera's is turned by its yaw)."""
+        camera that saw them (default the front one; an extra camera's is turned by its yaw).
+        ``birth_range_m``: the farthest that starts a track (default ``camera_birth_range_m``;
+        see :meth:`camera_birth_range`)."""
         p, geo = self.p, geo or self.geometry
         if not cams:
             return Detections(np.zeros((0, tk.DET_WIDTH)))
@@ -595,7 +616,8 @@ class FusionEngine:
         block[:, tk.DCLS_PROB] = block[:, tk.DEXIST] = score
         block[:, tk.DSIZE : tk.DSIZE + 2] = _SIZES[cls]
         block[:, tk.DSOURCE] = SOURCE_CAMERA
-        block[:, tk.DBIRTH] = (score >= p.camera_birth_score) & (rng <= p.camera_birth_range_m)
+        births = p.camera_birth_range_m if birth_range_m is None else birth_range_m
+        block[:, tk.DBIRTH] = (score >= p.camera_birth_score) & (rng <= births)
         return Detections(block)
 
     def _track_camera(
@@ -611,11 +633,12 @@ class FusionEngine:
         p = self.p
         ox, oy, oyaw = self.motion.pose_at(stamp_ns)
         c, s = math.cos(oyaw), math.sin(oyaw)
-        dets = self.camera_block(cams, (ox, oy, oyaw))
+        births = self.camera_birth_range(stamp_ns)
+        dets = self.camera_block(cams, (ox, oy, oyaw), birth_range_m=births)
         views = [self.geometry] + [geo for geo, _ in extra]
         if extra:
             blocks = [dets.block] + [
-                self.camera_block(more, (ox, oy, oyaw), geo).block for geo, more in extra
+                self.camera_block(more, (ox, oy, oyaw), geo, births).block for geo, more in extra
             ]
             dets = Detections(np.concatenate(blocks))
 

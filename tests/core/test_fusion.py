@@ -202,8 +202,9 @@ def test_camera_detections_alone_make_tracks_at_their_place() -> None:
     hw = (384, 640)
     # A car 30 m ahead 2 m left; a pedestrian at 12 m, 2 m right, whose score may update a
     # track but not start one; a class the fusion does not know; a car beyond the camera range;
-    # a car at 65 m, within the camera range but beyond camera_birth_range_m (50 m): its depth
-    # is too uncertain to start a track, only the radar starts far ones.
+    # a car at 65 m, within the camera range but beyond camera_birth_range_m (50 m): with a
+    # radar its depth is too uncertain to start a track (the radar starts far ones); there is
+    # no radar here, so the camera starts it (camera_birth_radar_timeout_s).
     heads = _centernet_heads(
         engine,
         [
@@ -223,11 +224,40 @@ def test_camera_detections_alone_make_tracks_at_their_place() -> None:
         for frame in al.poll(t + 100 * MS):
             fused.append(engine.fuse(frame, heads, hw))
     assert fused[0].objects == [] and fused[1].objects == []  # tentative for 2 frames
-    (car,) = fused[-1].objects
+    car, far = sorted(fused[-1].objects, key=lambda o: o.x)
+    assert (far.x, far.y) == pytest.approx((65.0, -8.0), abs=1e-3)
     assert car.object_class == CLASS_CAR and car.sources == 2  # the camera alone
     assert (car.x, car.y) == pytest.approx((30.0, 2.0), abs=1e-3)  # regressed depth, its ray
     assert car.camera_score == pytest.approx(0.9, abs=1e-3)
     assert len(engine.camera_detections) == 5
+
+
+def test_camera_detections_start_far_tracks_only_while_no_radar_does() -> None:
+    """Beyond camera_birth_range_m the radar starts tracks: a far camera detection only updates
+    them while radar scans come; without a scan for camera_birth_radar_timeout_s (none yet, or
+    the radar lost) the camera starts them out to camera_max_range_m."""
+    import dataclasses  # noqa: PLC0415
+
+    from rt_fusion.core.perception import track_kernels as tk  # noqa: PLC0415
+    from rt_fusion.core.perception.decoders import CameraDetection, DecoderSpec  # noqa: PLC0415
+
+    p = FusionParams(ego_speed_mps=0.0, camera_birth_radar_timeout_s=0.5)
+    engine = FusionEngine(p)
+    engine.set_decoder(DecoderSpec.from_dict({'type': 'centernet', 'classes': ['car']}, 'test'))
+    far = CameraDetection(0, 0.9, (300.0, 190.0, 310.0, 196.0), (305.0, 193.0), 65.0)
+    near = dataclasses.replace(far, depth=30.0)
+
+    def births(stamp_ns: int) -> list[bool]:
+        block = engine.camera_block(
+            [near, far], (0.0, 0.0, 0.0), birth_range_m=engine.camera_birth_range(stamp_ns)
+        ).block
+        return block[:, tk.DBIRTH].astype(bool).tolist()
+
+    assert engine.camera_birth_range(T0) == p.camera_max_range_m  # no radar yet
+    assert births(T0) == [True, True]
+    engine._track(T0, [])  # a radar scan (empty road)
+    assert births(T0 + 400 * MS) == [True, False]
+    assert births(T0 + 600 * MS) == [True, True]  # the radar is gone
 
 
 def test_a_heard_siren_marks_the_vehicle_moving_fastest_relative_to_the_ego() -> None:

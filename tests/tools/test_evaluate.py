@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -157,3 +158,32 @@ def test_a_regression_names_every_metric_that_got_worse() -> None:
     assert len(found) == 4
     assert any('recall' in f for f in found) and any('pos_err_m' in f for f in found)
     assert any('id_switches' in f for f in found) and any('mota missing' in f for f in found)
+
+
+def test_an_ablation_is_scored_on_what_its_own_sensor_sees() -> None:
+    """An object only the radar sees is visible to the fused and the radar-only runs, not a
+    camera-only miss; one only the camera sees is not a radar-only miss."""
+    sys.path.insert(0, str(ROOT))
+    from tools.evaluate import SENSORS, truth_frames  # noqa: PLC0415
+
+    def obj(oid: int, camera: bool, radar: bool) -> dict[str, Any]:
+        return {
+            'id': oid, 'ego_x': 30.0, 'ego_y': 0.0, 'vx': 0.0, 'vy': 0.0, 'class': 'car',
+            'visible': {'camera': camera, 'radar': radar},
+        }  # fmt: skip
+
+    truth = {
+        'frames': [
+            {
+                'stamp_ns': 1,
+                'ego': {'yaw': 0.0},
+                'objects': [obj(1, True, True), obj(2, False, True), obj(3, True, False)],
+            }
+        ]
+    }
+    seen = {v: [o.visible for o in truth_frames(truth, s)[1]] for v, s in SENSORS.items()}
+    assert seen == {
+        'fused': [True, True, True],
+        'radar_only': [True, True, False],
+        'camera_only': [True, False, True],
+    }
