@@ -600,14 +600,16 @@ def heldout(
     return res
 
 
-def picture(spec_path: Path, video: Path | None, out: Path) -> None:
-    """Detections drawn on a held-out rendered frame and, when given, a frame of a real video."""
+def picture(spec_path: Path, video: Path | None, out: Path, zoom: float = 1.0) -> None:
+    """Detections drawn on a held-out rendered frame and, when given, a frame of a real video,
+    through the fusion node's runner with its ``zoom`` (the zoomed view's crop outlined);
+    tiles of 1280×720."""
     import cv2  # noqa: PLC0415
 
-    from rt_fusion.core.perception.decoders import decode  # noqa: PLC0415
+    from rt_fusion.core.perception.zoom import decode_views  # noqa: PLC0415
     from rt_fusion.inference.runner import FrameRunner  # noqa: PLC0415
 
-    runner = FrameRunner(spec_path, 'onnxruntime', 'cpu', threads=2)
+    runner = FrameRunner(spec_path, 'onnxruntime', 'cpu', threads=2, zoom=zoom)
     assert runner.spec.decoder is not None
     scenes = [dd.scene_frames((dd.HELDOUT_SEED_BASE, k), 1, sm.VEHICLE) for k in range(40)]
     busiest = max((f for f in scenes if f), key=lambda f: len(f[0][1]))  # the most labels
@@ -620,19 +622,24 @@ def picture(spec_path: Path, video: Path | None, out: Path) -> None:
             frames.append(cv2.resize(frame, (sm.VEHICLE.width, sm.VEHICLE.height)))
     tiles = []
     for img in frames:
-        dets = decode(runner.run(img, 'bgr8', lambda: True), runner.spec.decoder, runner.input_hw)
+        out_ = runner.run(img, 'bgr8', lambda: True)
+        dets = decode_views(out_, runner.spec.decoder, runner.input_hw)
         sx, sy = img.shape[1] / runner.input_hw[1], img.shape[0] / runner.input_hw[0]
         tile = img.copy()
+        view = getattr(out_, 'zoom', None)
+        if view is not None:
+            x0, y0, x1, y1 = view.crop
+            cv2.rectangle(tile, (x0, y0), (x1, y1), (255, 255, 0), 2)
         for d in dets:
             u0, v0, u1, v1 = d.box
             p0, p1 = (int(u0 * sx), int(v0 * sy)), (int(u1 * sx), int(v1 * sy))
-            cv2.rectangle(tile, p0, p1, (0, 255, 0), 1)
+            cv2.rectangle(tile, p0, p1, (0, 255, 0), 2)
             label = f'{dd.DETECTOR_CLASSES[d.cls]} {d.score:.2f} {d.depth:.0f}m'
-            cv2.putText(tile, label, (p0[0], p0[1] - 2), 0, 0.32, (255, 255, 255), 1)
-        tiles.append(tile)
+            cv2.putText(tile, label, (p0[0], p0[1] - 4), 0, 0.55, (255, 255, 255), 2)
+        tiles.append(cv2.resize(tile, (1280, 720), interpolation=cv2.INTER_AREA))
     runner.release()
     out.parent.mkdir(parents=True, exist_ok=True)
-    cv2.imwrite(str(out), np.vstack(tiles))
+    cv2.imwrite(str(out), np.vstack(tiles), [cv2.IMWRITE_PNG_COMPRESSION, 9])
     print(f'wrote {out}')
 
 
@@ -668,7 +675,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--heldout', type=Path, help='a model spec to check on held-out scenes')
     parser.add_argument('--scenes', type=int, default=150, help='held-out scenes (2 frames each)')
     parser.add_argument(
-        '--zoom', type=float, default=1.0, help='--heldout: add the zoomed view (fusion zoom)'
+        '--zoom',
+        type=float,
+        default=1.0,
+        help="--heldout, --picture: add the zoomed view (the fusion node's zoom)",
     )
     parser.add_argument('--picture', type=Path, help='PNG of detections (with --heldout SPEC)')
     parser.add_argument('--video', type=Path, help='--picture: also a frame of this video')
@@ -696,7 +706,7 @@ def main(argv: list[str] | None = None) -> int:
         export(args.export, args.models, args.name)
         return 0
     if args.heldout and args.picture:
-        picture(args.heldout, args.video, args.picture)
+        picture(args.heldout, args.video, args.picture, args.zoom)
         return 0
     if args.heldout:
         heldout(args.heldout, args.scenes, args.workers, camera=args.camera, zoom=args.zoom)
