@@ -21,10 +21,10 @@ Outputs (fused objects, odometry, trajectories) are recorded and scored with
 :mod:`rt_fusion.core.evaluation` against the truth the generator wrote (``ground_truth.json``):
 perception for objects visible to the run's sensors (any sensor for the fused run, its one sensor
 for an ablation: ``visible_any`` keeps every sensor's view) and for all objects (1–80 m,
-|y| ≤ 20 m, 2 m gate), planning against the true actors' motion. ``--ablate`` adds runs with an input switched off
-through parameters: ``radar_only`` (no network: ``fusion.backend: none``) and ``camera_only``
-(``fusion.radar_input: false``). Machine-dependent figures (latency) go to ``timing.json``, not
-``metrics.json``.
+|y| ≤ 20 m, 2 m gate), planning against the true actors' motion. ``--ablate`` adds runs with
+an input switched off through parameters: ``radar_only`` (no network: ``fusion.backend: none``)
+and ``camera_only`` (``fusion.radar_input: false``). Machine-dependent figures (latency) go to
+``timing.json``, not ``metrics.json``.
 
 Per run: ``OUT/<scenario>-s<seed>/<variant>/metrics.json``, ``timing.json``, ``run.png``,
 ``graph.log``. A table is printed and a last line ``RESULT precision=… recall=… mota=…
@@ -601,8 +601,9 @@ def score(
         metrics['note'] = 'no ground truth beside this bag: consistency only'
         return metrics, timing, frames
     by_stamp = {o['stamp_ns']: o for o in rec['objects']}
+    ablation = tuple(sensors) != SENSORS['fused']
     any_sensor: list[ev.Frame] = []
-    everything = truth_frames(truth)
+    everything = truth_frames(truth) if ablation else {}
     for stamp, objs in sorted(truth_frames(truth, sensors).items()):
         got = by_stamp.get(stamp)
         outputs = (
@@ -611,11 +612,12 @@ def score(
             else None
         )
         frames.append(ev.Frame(stamp, objs, outputs))
-        any_sensor.append(ev.Frame(stamp, everything[stamp], outputs))
+        if ablation:
+            any_sensor.append(ev.Frame(stamp, everything[stamp], outputs))
     metrics['frames_missing'] = [k for k, f in enumerate(frames) if f.outputs is None]
     metrics['visible_to'] = list(sensors)
     metrics['visible'] = ev.score_perception(frames, params, visible_only=True)
-    if tuple(sensors) != SENSORS['fused']:
+    if ablation:
         metrics['visible_any'] = ev.score_perception(any_sensor, params, visible_only=True)
     metrics['all'] = ev.score_perception(frames, params, visible_only=False)
     plans = plans_in_world(rec['plans'], rec['odometry'], truth)
