@@ -265,9 +265,9 @@ def _loss(out: Any, heat: Any, idx: Any, reg: Any, mask: Any) -> tuple[Any, dict
     return total, {
         'focal': float(focal.detach()),
         'box': float(box.detach()),
-        'off': float(off),
-        'depth': float(depth),
-        'heading': float(head),
+        'off': float(off.detach()),
+        'depth': float(depth.detach()),
+        'heading': float(head.detach()),
     }
 
 
