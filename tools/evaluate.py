@@ -932,8 +932,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         '--zoom',
         type=float,
-        help="the fusion node's zoom for every run (default: the config's; 1.5: "
-        'config/vehicle.yaml)',
+        help="the fusion node's zoom for every run (default: the config's, 3 in "
+        'config/replay.yaml; 1: off)',
     )
     parser.add_argument('--baseline', type=Path, help='fail (exit 1) on regressions against it')
     parser.add_argument('--write-baseline', type=Path, help='store this run as the baseline')
