@@ -822,7 +822,7 @@ def print_table(rows: list[tuple[str, dict[str, Any]]]) -> None:
     from rich.console import Console  # noqa: PLC0415
     from rich.table import Table  # noqa: PLC0415
 
-    table = Table(title="evaluation (objects visible to the run's sensors, 1–80 m, 2 m gate)")
+    table = Table(title="evaluation (visible objects: to the run's sensors; 1–80 m, 2 m gate)")
     cols = (
         'precision',
         'recall',
