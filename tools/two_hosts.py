@@ -38,6 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 START_TOPIC = '/two_hosts/start'
 SUBNET = '10.201.{}.{}'
 FALLBACK = 'shared memory unusable'
+QUIET_S = 5.0  # the probe stops once nothing new came for this long
 
 
 def sh(*cmd: str) -> None:
@@ -120,7 +121,18 @@ def probe_main(seconds: float, out: Path) -> int:
         watch.spin(0.2)
     start.publish(UInt64(data=1))
     print('PROBE started', flush=True)
+    # The replay's whole stream, however long a loaded machine takes for it: at least the
+    # scenario and some settling, then until nothing new came for QUIET_S (a deadline bounds it).
+    # A fixed window counted 102 of 180 frames once on a busy 2-core machine.
     watch.spin(seconds + 4.0)
+    deadline = time.monotonic() + 5.0 * seconds + 30.0
+    seen = -1
+    while time.monotonic() < deadline:
+        now = len(watch.committed) + len(watch.fused) + len(watch.planned)
+        if now == seen:
+            break
+        seen = now
+        watch.spin(QUIET_S)
     out.write_text(
         json.dumps(
             {
@@ -188,7 +200,7 @@ def run_layout(
             compute,
             [sys.executable, str(Path(__file__).resolve()), '--probe', str(seconds), str(result)],
         )
-        probe.wait(timeout=seconds + 240.0)
+        probe.wait(timeout=6.0 * seconds + 300.0)
     finally:
         for proc in procs.values():
             if proc.poll() is None:
