@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import fcntl
 import hashlib
 import itertools
 import json
@@ -11,6 +13,7 @@ import queue
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -26,6 +29,13 @@ ROOT = Path(__file__).resolve().parents[1]
 VENV = Path(sys.prefix)
 SHARED_DATA = ROOT.parent / 'shared' / 'data'
 _domain_counter = itertools.count()
+# Machine-wide leases on the test domains: two pytest runs on one machine (a suite beside
+# another, or beside a developer's single test) once shared a domain, and one's listener took
+# the other's frame descriptors. Each process holds a lock file per domain it handed out, for
+# its last LEASES_HELD domains (what its current test can still be using).
+LEASE_DIR = Path(tempfile.gettempdir()) / 'rt_fusion_test_domains'
+LEASES_HELD = 16
+_leases: collections.deque[int] = collections.deque()
 
 
 def shared_file(rel: str) -> Path:
@@ -59,12 +69,37 @@ def child_pids(pid: int) -> list[int]:
     return [int(x) for x in Path(f'/proc/{pid}/task/{pid}/children').read_text().split()]
 
 
+def lease_domain() -> int:
+    """A ROS domain in 1-101 (on Linux, Fast DDS ports of higher domains can collide with
+    ephemeral ports) that no other process on this machine holds, leased until this process
+    has taken LEASES_HELD more (or exits). Where all are held: one anyway, as before leases."""
+    start = (os.getpid() * 7 + next(_domain_counter)) % 101
+    with contextlib.suppress(OSError):
+        LEASE_DIR.mkdir(mode=0o777, exist_ok=True)
+    for i in range(101):
+        domain = 1 + (start + i) % 101
+        try:
+            fd = os.open(LEASE_DIR / f'{domain}.lock', os.O_CREAT | os.O_RDWR, 0o666)
+        except OSError:
+            return 1 + start  # no lease directory: unleased, as before
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # per open file: ours conflict too
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        _leases.append(fd)
+        while len(_leases) > LEASES_HELD:
+            os.close(_leases.popleft())
+        return domain
+    return 1 + start
+
+
 def ros_env(domain_id: int | None = None) -> dict[str, str]:
-    """Environment for a child ROS process: its own domain, discovery on localhost only."""
+    """Environment for a child ROS process: its own domain (leased machine-wide), discovery on
+    localhost only."""
     env = dict(os.environ)
     if domain_id is None:
-        # 1-101: on Linux, Fast DDS ports of higher domains can collide with ephemeral ports.
-        domain_id = 1 + (os.getpid() * 7 + next(_domain_counter)) % 101
+        domain_id = lease_domain()
     env['ROS_DOMAIN_ID'] = str(domain_id)
     env['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
     env['PYTHONUNBUFFERED'] = '1'
