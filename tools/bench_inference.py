@@ -79,6 +79,7 @@ def run_config(
     runs: int,
     threads: int,
     model: Path = DEFAULT_MODEL,
+    optimize: bool = True,
 ) -> dict[str, Any]:
     """Times ``runs`` iterations of one configuration."""
     spec = load_spec(model)
@@ -87,7 +88,7 @@ def run_config(
     frame, keep = _frame_source(cuda)
     options: dict[str, Any] = {'device': device}
     if backend == 'torch':
-        options |= {'precision': precision, 'cuda_graph': cuda_graph}
+        options |= {'precision': precision, 'cuda_graph': cuda_graph, 'optimize': optimize}
     if threads:
         options['threads'] = threads
     be: Any = backends.create(backend, spec, **options)
@@ -271,6 +272,17 @@ def main(argv: list[str] | None = None) -> int:
         '--matrix', action='store_true', help='torch on CUDA: eager and CUDA graph, FP32 and FP16'
     )
     parser.add_argument('--h2d', action='store_true', help='also time 1080p host->device copies')
+    parser.add_argument(
+        '--frame',
+        default='1080x1920',
+        help="the camera frame, HxW (default 1080x1920; 'input': the model's input size, "
+        "#14's latency target's condition)",
+    )
+    parser.add_argument(
+        '--no-optimize',
+        action='store_true',
+        help='torch on CUDA: the model as loaded (no channels-last, freezing, cuDNN autotuning)',
+    )
     parser.add_argument('--quick', action='store_true', help='200 runs')
     parser.add_argument(
         '--zoom',
@@ -280,6 +292,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--out', type=Path, default=ROOT / 'results' / 'bench')
     args = parser.parse_args(argv)
     runs = 200 if args.quick else args.runs
+    global FRAME  # noqa: PLW0603 - the frame every stage of this run reads
+    if args.frame == 'input':
+        h, w = load_spec(args.model).inputs[0].shape[2:]
+        FRAME = (h, w, 3)
+    else:
+        h, w = (int(v) for v in args.frame.split('x'))
+        FRAME = (h, w, 3)
+    frame_name = f'{FRAME[1]}x{FRAME[0]}'
     cuda = args.device.startswith('cuda')
     precision = args.precision or ('fp16' if cuda and args.backend == 'torch' else 'fp32')
 
@@ -297,6 +317,7 @@ def main(argv: list[str] | None = None) -> int:
             runs=runs,
             threads=args.threads,
             model=args.model,
+            optimize=not args.no_optimize,
         )
         for p, g in configs
     ]
@@ -319,7 +340,7 @@ def main(argv: list[str] | None = None) -> int:
             extra[f'{label}: pre + infer, one wait'] = {'note': r['note']}
     if args.h2d and cuda:
         for name, s in bench_h2d(runs).items():
-            rows[f'1080p H2D copy, {name}'] = s
+            rows[f'{frame_name} H2D copy, {name}'] = s
     zoomed: dict[str, Any] = {}
     if args.zoom:
         zoomed = bench_runner(args.backend, args.device, runs, args.threads, args.model, args.zoom)
@@ -327,7 +348,7 @@ def main(argv: list[str] | None = None) -> int:
             rows[f"fusion node's camera path to objects, {name}"] = s
     report.console.print(
         report.latency_table(
-            f'{args.model.stem}, batch 1, from a 1080p uint8 frame ({runs} runs)',
+            f'{args.model.stem}, batch 1, from a {frame_name} uint8 frame ({runs} runs)',
             rows,
             extra=extra,
         )
@@ -340,6 +361,8 @@ def main(argv: list[str] | None = None) -> int:
     report.result_line(
         backend=main_r['backend'],
         device=main_r['device'],
+        frame=frame_name,
+        optimized=int(cuda and args.backend == 'torch' and not args.no_optimize),
         pre_p99_ms=main_r['pre'].p99_us / 1e3,
         infer_p50_ms=main_r['infer'].p50_us / 1e3,
         infer_p99_ms=main_r['infer'].p99_us / 1e3,

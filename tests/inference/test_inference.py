@@ -380,3 +380,40 @@ def test_tensorrt_takes_the_fusion_nodes_options(device: str, message: str) -> N
             pytest.skip('TensorRT is installed here: the engine test covers it')
     with pytest.raises(backends.ModelLoadError, match=message):
         backends.create('tensorrt', load_spec(SPEC), device=device, threads=2)
+
+
+@pytest.mark.skipif(not _torch_available(), reason='torch not installed')
+@pytest.mark.parametrize('model', ['rtf_testnet', 'rtf_centernet'])
+def test_the_inference_rewrites_keep_the_model_s_outputs(model: str) -> None:
+    """What the CUDA backend does to a model before capture (channels-last, frozen, batch norms
+    folded) changes no output beyond rounding; run here on the CPU, the same rewrites."""
+    import torch  # noqa: PLC0415
+
+    from rt_fusion.inference.torch_backend import _load_module, optimized  # noqa: PLC0415
+
+    spec = load_spec(ROOT / 'models' / f'{model}.yaml')
+    x = torch.from_numpy(np.random.default_rng(3).standard_normal(spec.inputs[0].shape))
+    x = x.float()
+    with torch.inference_mode():
+        ref = _load_module(spec).eval()(x)
+        fast, note = optimized(_load_module(spec).eval(), spec)
+        out = fast(x.contiguous(memory_format=torch.channels_last))
+    assert note.startswith('channels-last, frozen'), note
+    np.testing.assert_allclose(out.numpy(), ref.numpy(), rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _cuda(), reason='no CUDA device (runs on the GPU machine)')
+def test_the_optimized_cuda_graph_agrees_with_the_model_as_loaded() -> None:
+    spec = load_spec(ROOT / 'models' / 'rtf_centernet.yaml')
+    x = np.random.default_rng(4).standard_normal(spec.inputs[0].shape).astype(np.float32)
+    outs = {}
+    for optimize in (False, True):
+        with backends.create(
+            'torch', spec, device='cuda', precision='fp16', optimize=optimize
+        ) as be:
+            be.prepare(warmup=3)
+            be.set_input('images', x)
+            outs[optimize] = be.run_to_host('heads').copy()
+            assert ('frozen' in be.optimized) == optimize, be.optimized
+    np.testing.assert_allclose(outs[True], outs[False], rtol=5e-2, atol=5e-2)
