@@ -475,7 +475,7 @@ class ShmSubscription:
             self.node.get_logger().error(str(err), throttle_duration_sec=5.0)
             return
         self._catch_up(reader, desc.sequence)
-        self._deliver(got, 'shm')
+        self._deliver(got, 'shm', desc.segment)
         if self.fast_path and self._thread is None:
             self.active_path = 'fast'
             self._thread = threading.Thread(
@@ -513,7 +513,7 @@ class ShmSubscription:
                 return  # cannot be (``sequence`` is committed): leave it to the accounting
             if not isinstance(got, Overrun):
                 self.stats.recovered += 1
-            self._deliver(got, 'shm')
+            self._deliver(got, 'shm', reader.name)
 
     def _on_full(self, msg: Any) -> None:
         try:
@@ -526,10 +526,13 @@ class ShmSubscription:
 
     # -- delivery ------------------------------------------------------------------------------
 
-    def _deliver(self, got: FrameView | FullFrame | Overrun, path: str) -> None:
+    def _deliver(self, got: FrameView | FullFrame | Overrun, path: str, segment: str = '') -> None:
         with self._lock:
             if isinstance(got, Overrun):
                 self.stats.overruns += 1
+                if segment:  # counted once: the next descriptor's catch-up starts after it
+                    last = self._last_seq.get(segment, -1)
+                    self._last_seq[segment] = max(last, got.sequence)
                 return
             if path != 'ros':
                 last = self._last_seq.get(got.desc.segment, -1)
