@@ -23,11 +23,11 @@ def centernet_peaks(heads: Any, classes: int, top_k: int) -> Any:
     import torch  # noqa: PLC0415 - optional accelerator
     import torch.nn.functional as F  # noqa: N812, PLC0415
 
-    head = heads[0].float()
+    head = heads[0]  # in the network's precision: only the K rows are converted
     heat = head[:classes]
     _, h, w = heat.shape
     pooled = F.max_pool2d(heat[None], 3, stride=1, padding=1)[0]  # padding is -inf
-    masked = torch.where(heat >= pooled, heat, torch.full_like(heat, -torch.inf))
+    masked = heat.masked_fill(heat < pooled, -torch.inf)
     k = min(top_k, masked.numel())
     value, index = torch.topk(masked.reshape(-1), k)
     cls = torch.div(index, h * w, rounding_mode='floor')
@@ -35,4 +35,5 @@ def centernet_peaks(heads: Any, classes: int, top_k: int) -> Any:
     ys = torch.div(cell, w, rounding_mode='floor')
     xs = cell - ys * w
     reg = head[classes:].reshape(head.shape[0] - classes, -1)[:, cell].T  # (k, R)
-    return torch.cat([torch.stack([cls.float(), ys.float(), xs.float(), value], 1), reg], 1)
+    rows = torch.stack([cls, ys, xs], 1).float()
+    return torch.cat([rows, value.float()[:, None], reg.float()], 1)

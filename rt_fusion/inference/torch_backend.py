@@ -65,7 +65,6 @@ def optimized(module: Any, spec: ModelSpec) -> tuple[Any, str]:
             done.append('frozen')
         except RuntimeError as err:  # a model TorchScript cannot freeze runs as loaded
             done.append(f'not frozen ({str(err).splitlines()[0][:120]})')
-    done.append('cudnn.benchmark')
     return module, ', '.join(done)
 
 
@@ -82,7 +81,7 @@ class TorchBackend(Backend):
         threads: CPU threads (0: PyTorch's default).
         optimize: on CUDA, the inference-only rewrites before capture (:func:`optimized`):
             channels-last tensors for the tensor cores, a TorchScript model frozen (batch
-            norms folded into their convolutions), cuDNN's fastest kernels picked at warm-up.
+            norms folded into their convolutions).
     """
 
     name = 'torch'
@@ -206,10 +205,6 @@ class TorchBackend(Backend):
             super().prepare(warmup)
             return
         self.stream.wait_stream(torch.cuda.current_stream(self._device))
-        if self.optimized:
-            # cuDNN times its algorithms for these shapes on the first runs (before the
-            # capture, which then keeps the fastest).
-            torch.backends.cudnn.benchmark = True
         with torch.cuda.stream(self.stream):
             for _ in range(max(warmup, 3)):  # graph capture wants warmed-up kernels
                 self._outputs = self._forward()
