@@ -54,6 +54,18 @@ def shared_file(rel: str) -> Path:
     return path
 
 
+def log_excerpt(log: str, tail: int = 4000) -> str:
+    """The end of a launch log, with the head of each native crash before it: faulthandler's
+    "Fatal Python error" line and the innermost frames, which the tail alone cuts off."""
+    lines = log.splitlines()
+    heads = []
+    for i, line in enumerate(lines):
+        if 'Fatal Python error' in line:
+            heads.append('\n'.join(lines[max(0, i - 5) : i + 40]))
+    crash = ''.join(f'--- native crash ---\n{h}\n' for h in heads[:3])
+    return crash + '--- end of the log ---\n' + log[-tail:]
+
+
 def wait_for(condition: Callable[[], bool], deadline_s: float = 60.0) -> bool:
     """Whether ``condition()`` holds within ``deadline_s`` (polled every 20 ms)."""
     end = time.monotonic() + deadline_s

@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from rt_fusion.ros import graph, launching
-from tests.conftest import ROOT, VENV, Proc, ProcGroup, ros_env, shared_file
+from tests.conftest import ROOT, VENV, Proc, ProcGroup, log_excerpt, ros_env, shared_file
 
 ROUTE = graph.ROUTE_TOPIC
 
@@ -280,16 +280,16 @@ def test_the_vehicle_configuration_starts_every_node_on_emulated_sensors(tmp_pat
         active: set[str] = set()
         while active != set(names):
             line = launched.wait_for_line([f'[{n}]: active' for n in names], 240)
-            assert line is not None, (
-                f'active: {sorted(active)}; log:\n' + (tmp_path / 'launch.log').read_text()[-4000:]
+            assert line is not None, f'active: {sorted(active)}; log:\n' + log_excerpt(
+                (tmp_path / 'launch.log').read_text()
             )
             active |= {n for n in names if f'[{n}]: active' in line}
     finally:
         status = launched.stop(timeout_s=60)
     log = (tmp_path / 'launch.log').read_text()
-    assert status == 0, log[-4000:]
-    assert 'process has died' not in log, log[-4000:]
-    assert 'Traceback' not in log, log[-4000:]
+    assert status == 0, log_excerpt(log)
+    assert 'process has died' not in log, log_excerpt(log)
+    assert 'Traceback' not in log, log_excerpt(log)
     for name in names:  # each says where its start went (tools/chaos.py tabulates it)
         assert re.search(
             rf'\[{name}\]: active \(\d+\.\d+ s after the process started: interpreter and '
