@@ -81,6 +81,21 @@ def child_pids(pid: int) -> list[int]:
     return [int(x) for x in Path(f'/proc/{pid}/task/{pid}/children').read_text().split()]
 
 
+def sweep_dead_dds() -> int:
+    """Removes the Fast DDS shared-memory files whose owner died (:mod:`rt_fusion.core.dds_shm`,
+    what the warm keeper does on the vehicle); returns how many segments went. Tests kill
+    processes (chaos, soak, lifecycle), and a killed participant leaves its port segments behind
+    for the next test that gets its domain: Fast DDS 3 can crash reopening a port segment left
+    mid-write (eProsima/Fast-DDS#6501, SIGSEGV in check_sanity; a fusion node died so at
+    start-up in a Kilted CI run, its main thread at an import while a DDS thread crashed)."""
+    from rt_fusion.core import dds_shm  # noqa: PLC0415
+
+    try:
+        return len(dds_shm.sweep().segments)
+    except OSError:
+        return 0
+
+
 def lease_domain() -> int:
     """A ROS domain in 1-101 (on Linux, Fast DDS ports of higher domains can collide with
     ephemeral ports) that no other process on this machine holds, leased until this process
@@ -102,6 +117,7 @@ def lease_domain() -> int:
         _leases.append(fd)
         while len(_leases) > LEASES_HELD:
             os.close(_leases.popleft())
+        sweep_dead_dds()
         return domain
     return 1 + start
 

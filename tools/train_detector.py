@@ -167,9 +167,10 @@ def _scene(seed: tuple[int, int]) -> list[tuple[np.ndarray, dict[str, np.ndarray
     return out
 
 
-def make_data(base: int, scenes: int, workers: int) -> dict[str, np.ndarray]:
-    """Renders ``scenes`` random scenes in worker processes into stacked arrays."""
-    seeds = [(base, k) for k in range(scenes)]
+def make_data(base: int, scenes: int, workers: int, first: int = 0) -> dict[str, np.ndarray]:
+    """Renders ``scenes`` random scenes (seeds ``[base, first + k]``) in worker processes into
+    stacked arrays."""
+    seeds = [(base, first + k) for k in range(scenes)]
     imgs, heat, idx, reg, mask = [], [], [], [], []
     t0 = time.monotonic()
     with mp.get_context('fork').Pool(workers) as pool:
@@ -279,7 +280,7 @@ def train(args: argparse.Namespace) -> None:
     out.mkdir(parents=True, exist_ok=True)
     scenes = max(1, args.frames // (FRAMES_PER_SCENE * len(VIEWS)))
     t0 = time.monotonic()
-    data = make_data(dd.TRAIN_SEED_BASE + args.seed * 0, scenes, args.workers)
+    data = make_data(dd.TRAIN_SEED_BASE, scenes, args.workers, first=args.first_scene)
     gen_s = time.monotonic() - t0
     n = len(data['images'])
     print(f'data: {n} frames in {gen_s:.0f} s', flush=True)
@@ -291,7 +292,11 @@ def train(args: argparse.Namespace) -> None:
     mask = torch.from_numpy(data['mask']).to(dev)
     mean = torch.tensor(MEAN, device=dev).view(1, 3, 1, 1)
     std = torch.tensor(STD, device=dev).view(1, 3, 1, 1)
-    model = build_model().to(dev).to(memory_format=torch.channels_last)
+    model = build_model()
+    if args.init is not None:  # fine-tuning: a weights.pt, or the TorchScript of a shipped model
+        model.load_state_dict(_init_state(args.init))
+        print(f'weights from {args.init}', flush=True)
+    model = model.to(dev).to(memory_format=torch.channels_last)
     params = sum(p.numel() for p in model.parameters())
     steps_per_epoch = n // args.batch
     total = steps_per_epoch * args.epochs
@@ -367,6 +372,8 @@ def train(args: argparse.Namespace) -> None:
         'frames': n,
         'scenes': scenes,
         'seed_base': dd.TRAIN_SEED_BASE,
+        'first_scene': args.first_scene,
+        'init': str(args.init) if args.init is not None else None,
         'generate_s': round(gen_s, 1),
         'train_s': round(train_s, 1),
         'epochs': args.epochs,
@@ -383,6 +390,16 @@ def train(args: argparse.Namespace) -> None:
     (out / 'train.json').write_text(json.dumps(summary, indent=2))
     _plot(history, out / 'loss.png')
     print('RESULT ' + ' '.join(f'{k}={v}' for k, v in summary.items() if k != 'final_loss'))
+
+
+def _init_state(path: Path) -> dict[str, Any]:
+    """The state dict of a ``weights.pt`` (:func:`train`'s) or of a traced TorchScript model
+    (``models/<name>.ts``: tracing keeps the module's parameter names)."""
+    import torch  # noqa: PLC0415
+
+    if path.suffix == '.ts':
+        return dict(torch.jit.load(str(path), map_location='cpu').state_dict())
+    return dict(torch.load(path, map_location='cpu', weights_only=False)['state_dict'])
 
 
 def _plot(history: list[dict[str, float]], path: Path) -> None:
@@ -667,6 +684,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--batch', type=int, default=64)
     parser.add_argument('--lr', type=float, default=2e-3)
     parser.add_argument('--seed', type=int, default=0)
+    parser.add_argument(
+        '--first-scene',
+        type=int,
+        default=0,
+        help='training scenes are [1000000, first-scene + k] (fine-tuning on new scenes)',
+    )
+    parser.add_argument(
+        '--init', type=Path, help='start from these weights (a weights.pt or a model .ts)'
+    )
     parser.add_argument('--max-train-s', type=float, default=0.0, help='stop training after')
     parser.add_argument('--workers', type=int, default=mp.cpu_count())
     parser.add_argument('--export', type=Path, help='weights.pt to export instead of training')

@@ -97,6 +97,22 @@ def test_training_runs_end_to_end_and_exports_a_loadable_model(tmp_path: Path) -
     runner.release()
 
 
+def test_fine_tuning_starts_from_the_shipped_model_s_weights() -> None:
+    """--init models/rtf_centernet.ts: the traced model's parameters load into the training
+    network by name, every one of them, unchanged."""
+    import torch  # noqa: PLC0415
+
+    from tools import train_detector as td  # noqa: PLC0415
+
+    shipped = ROOT / 'models' / 'rtf_centernet.ts'
+    state = td._init_state(shipped)
+    model = td.build_model()
+    model.load_state_dict(state)  # strict: no key missing, none left over
+    traced = torch.jit.load(str(shipped), map_location='cpu').state_dict()
+    for name, value in model.state_dict().items():
+        assert torch.equal(value, traced[name]), name
+
+
 def test_a_zoomed_training_view_is_labelled_as_the_runtime_maps_it_back() -> None:
     """``--views``: an object labelled in a zoomed view's crop (keypoint resized to the input,
     depth divided by the factor), decoded there and mapped back by the fusion node's
