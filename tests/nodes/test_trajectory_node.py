@@ -7,18 +7,18 @@ import json
 import os
 import signal
 import sys
+import time
+from collections.abc import Callable
 
 import pytest
 
-from tests.conftest import ProcGroup
+from tests.conftest import Proc, ProcGroup
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason='SCHED_FIFO needs root (or CAP_SYS_NICE)')
 def test_planner_under_sched_fifo_drives_a_vehicle_around_a_stopped_car(procs: ProcGroup) -> None:
     """Closed loop: the scene's ego follows each published trajectory; it must pass the car."""
-    diag = procs.echo(
-        '/diagnostics', 'diagnostic_msgs/msg/DiagnosticArray', '--idle', '2', '--timeout', '60'
-    )
+    diag = procs.echo('/diagnostics', 'diagnostic_msgs/msg/DiagnosticArray', '--timeout', '900')
     node = procs.node(
         'trajectory_node',
         '-r',
@@ -58,14 +58,39 @@ def test_planner_under_sched_fifo_drives_a_vehicle_around_a_stopped_car(procs: P
     assert result['max_abs_y'] > 2.0, result  # ... by changing lanes
     assert result['statuses'].get('0', 0) > 100, result
     assert result['points'] == [51], result
-    node.popen.send_signal(signal.SIGINT)
-    statuses = [s for m in diag.messages(60)[0] for s in m['status'] if 'planner' in s['name']]
-    values = {kv['key']: kv['value'] for kv in statuses[-1]['values']}
+    # The compiled planner, loaded in the background once the node was up (numpy plans until
+    # then): its diagnostics say so within a deadline. Compiling it in a fresh clone on a loaded
+    # 2-core machine took longer than the 7-s scene, so the last status of the scene said numpy.
+    want = 'numba' if importlib.util.find_spec('numba') else 'numpy'
+    values = _planner_status(
+        diag, lambda v: v.get('planner') == want and int(v.get('iterations', 0)) > 20, 300
+    )
+    assert values.get('planner') == want, values
     assert values['policy'] == 'SCHED_FIFO'
     assert values['memory_locked'] == 'True'
     assert int(values['iterations']) > 20
-    # The compiled planner, loaded once the node was up (numpy planned until then).
-    assert values['planner'] == ('numba' if importlib.util.find_spec('numba') else 'numpy')
+    node.popen.send_signal(signal.SIGINT)
+
+
+def _planner_status(
+    diag: Proc, done: Callable[[dict[str, str]], bool], deadline_s: float
+) -> dict[str, str]:
+    """The planner's diagnostics values, read from topic_echo's MSG lines as they come until
+    ``done`` holds for them or the deadline passes (the last ones seen)."""
+    values: dict[str, str] = {}
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        line = diag.read_line(max(0.0, end - time.monotonic()))
+        if line is None:
+            break
+        if not line.startswith('MSG '):
+            continue
+        for status in json.loads(line.removeprefix('MSG '))['status']:
+            if 'planner' in status['name']:
+                values = {kv['key']: kv['value'] for kv in status['values']}
+        if values and done(values):
+            break
+    return values
 
 
 def test_bad_waypoints_fail_start_up_with_their_name(procs: ProcGroup) -> None:
@@ -81,9 +106,7 @@ def test_the_planner_slows_and_keeps_right_while_an_emergency_vehicle_is_reporte
 ) -> None:
     """Closed loop at 10 m/s, cruise 15 m/s; a car 400 m ahead (beyond every plan) reported as an
     emergency vehicle: the ego ends near the yielding speed, right of its lane's centre."""
-    diag = procs.echo(
-        '/diagnostics', 'diagnostic_msgs/msg/DiagnosticArray', '--idle', '2', '--timeout', '60'
-    )
+    diag = procs.echo('/diagnostics', 'diagnostic_msgs/msg/DiagnosticArray', '--timeout', '900')
     node = procs.node(
         'trajectory_node',
         *('-r', '__node:=planner', '-r', '~/in/odometry:=/scene/odometry'),
