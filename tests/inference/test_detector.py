@@ -74,6 +74,32 @@ def test_it_finds_the_objects_of_held_out_frames() -> None:
     assert found / total >= 0.8, (found, total)
 
 
+def test_the_depth_error_table_pairs_each_object_with_the_detection_on_its_bearing(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """--heldout --depth-errors: a detection on an object's bearing but 10 m off in depth is
+    found there and outside the gate, with its signed error; an object with nothing on its
+    bearing is not found; the table prints per range and per class."""
+    from tools import train_detector as td  # noqa: PLC0415
+
+    def label(cls: int, x: float, y: float) -> dd.CameraLabel:
+        return dd.CameraLabel(cls, (0, 0, 1, 1), (0, 0), x - 1.8, 0.0, 1, x, y)
+
+    truth = [label(0, 41.8, 0.0), label(2, 61.8, 5.0), label(0, 11.8, -2.0)]
+    det = type('Det', (), {'depth': 50.0})()
+    near = type('Det', (), {'depth': 10.1})()
+    pos = [(51.8, 0.0, det), (11.9, -2.0, near)]  # on the first's bearing, 10 m farther
+    pairs = td._bearing_pairs(truth, pos, 1.8)
+    assert pairs[0][1:3] == (0, pytest.approx(10.0)) and pairs[0][3] == pytest.approx(10.0)
+    assert math.isnan(pairs[1][2])  # nothing on the pedestrian's bearing
+    assert pairs[2][2] == pytest.approx(0.1) and pairs[2][3] < 2.0
+    td._print_depth_errors(pairs, 2.0)
+    out = capsys.readouterr().out
+    assert '| 0-30 m | 1 | 1.00 | 1.00 | +0.10 / 0.10 |' in out
+    assert '| 30-50 m | 1 | 1.00 | 0.00 | +10.00 / 10.00 |' in out
+    assert '| pedestrian 30-80 m | 1 | 0.00 | 0.00 | - |' in out
+
+
 def test_training_runs_end_to_end_and_exports_a_loadable_model(tmp_path: Path) -> None:
     tool = str(ROOT / 'tools' / 'train_detector.py')
     run = [sys.executable, tool]
