@@ -106,7 +106,9 @@ def test_the_planner_slows_and_keeps_right_while_an_emergency_vehicle_is_reporte
 ) -> None:
     """Closed loop at 10 m/s, cruise 15 m/s; a car 400 m ahead (beyond every plan) reported as an
     emergency vehicle: the ego ends near the yielding speed, right of its lane's centre."""
-    diag = procs.echo('/diagnostics', 'diagnostic_msgs/msg/DiagnosticArray', '--timeout', '900')
+    diag = procs.echo(
+        '/diagnostics', 'diagnostic_msgs/msg/DiagnosticArray', '--idle', '2', '--timeout', '60'
+    )
     node = procs.node(
         'trajectory_node',
         *('-r', '__node:=planner', '-r', '~/in/odometry:=/scene/odometry'),
