@@ -86,8 +86,8 @@ def sweep_dead_dds() -> int:
     what the warm keeper does on the vehicle); returns how many segments went. Tests kill
     processes (chaos, soak, lifecycle), and a killed participant leaves its port segments behind
     for the next test that gets its domain: Fast DDS 3 can crash reopening a port segment left
-    mid-write (eProsima/Fast-DDS#6501, SIGSEGV in check_sanity; a fusion node died so at
-    start-up in a Kilted CI run, its main thread at an import while a DDS thread crashed)."""
+    mid-write (eProsima/Fast-DDS#6501, SIGSEGV in check_sanity): the likely cause, not a proven
+    one, of a fusion node's SIGSEGV at start-up in a Kilted CI run."""
     from rt_fusion.core import dds_shm  # noqa: PLC0415
 
     try:
