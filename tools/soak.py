@@ -16,6 +16,8 @@ Writes ``soak.json`` and ``soak.png`` under ``--out``, prints a table per sample
 ``RESULT minutes=… rss_growth_pct=… fds_growth=… shm_growth=… frames=… lost=…
 dropped_by_policy=… torn=… failed=… e2e_p99_first_ms=… e2e_p99_last_ms=… died=…``
 (``dropped_by_policy``, ``torn``, ``failed``: the fusion node's frame ledger, its diagnostics).
+A change in open files after the warm-up is itemised per node (``fds_changed`` in the JSON, and a
+line each: what the descriptors opened and closed point at), so a growth says what leaked.
 Exit status 1 when a node died or the graph fed nothing.
 """
 
@@ -25,6 +27,7 @@ import argparse
 import os
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +39,7 @@ from rt_fusion_tools import report
 ROOT = Path(__file__).resolve().parents[1]
 START_TOPIC = '/soak/start'
 GRACE_NS = 3_000_000_000  # a frame younger than this at a sample may still be in flight
+FD_READS, FD_READ_GAP_S = 3, 0.1  # open files per sample: the fewest of these reads
 
 
 def node_processes(pgid: int) -> dict[str, int]:
@@ -50,15 +54,48 @@ def node_processes(pgid: int) -> dict[str, int]:
     return out
 
 
-def process_stats(pid: int) -> tuple[float, int]:
-    """(resident MB, open file descriptors) of a process; (nan, 0) once it is gone."""
+def open_files(pid: int) -> Counter[str]:
+    """What a process's open file descriptors point at. Sockets and anonymous inodes lose their
+    inode number (``socket:``), so that two samples' descriptors compare by kind and path."""
+    targets: Counter[str] = Counter()
+    for fd in os.listdir(f'/proc/{pid}/fd'):
+        try:
+            target = os.readlink(f'/proc/{pid}/fd/{fd}')
+        except OSError:  # closed between the listing and the link
+            continue
+        targets[target.split('[', 1)[0] if target.endswith(']') else target] += 1
+    return targets
+
+
+def process_stats(pid: int, reads: int = FD_READS) -> tuple[float, Counter[str]]:
+    """(resident MB, open files) of a process; (nan, {}) once it is gone. The open files are
+    the fewest of ``reads`` reads ``FD_READ_GAP_S`` apart: a file the process opens and closes
+    at that instant (a log rotation, a bag reopened for the next loop) is not one it holds,
+    while a leaked one is in every read."""
     try:
         status = Path(f'/proc/{pid}/status').read_text()
         rss_kb = next(int(x.split()[1]) for x in status.splitlines() if x.startswith('VmRSS:'))
-        fds = len(os.listdir(f'/proc/{pid}/fd'))
+        targets = open_files(pid)
+        for _ in range(reads - 1):
+            time.sleep(FD_READ_GAP_S)
+            again = open_files(pid)
+            if again.total() < targets.total():
+                targets = again
     except (OSError, StopIteration, ValueError):
-        return float('nan'), 0
-    return rss_kb / 1024.0, fds
+        return float('nan'), Counter()
+    return rss_kb / 1024.0, targets
+
+
+def fds_diff(first: dict[str, Counter[str]], last: dict[str, Counter[str]]) -> dict[str, Any]:
+    """The descriptors each node opened and closed between two samples: ``{node: {'opened':
+    {target: n}, 'closed': {target: n}}}``, nodes without a change left out."""
+    out: dict[str, Any] = {}
+    for node in sorted(set(first) | set(last)):
+        a, b = first.get(node, Counter()), last.get(node, Counter())
+        opened, closed = dict(sorted((b - a).items())), dict(sorted((a - b).items()))
+        if opened or closed:
+            out[node] = {'opened': opened, 'closed': closed}
+    return out
 
 
 def shm_segments(domain: str) -> int:
@@ -190,6 +227,7 @@ def main(argv: list[str] | None = None) -> int:
         log=args.out / 'launch.log',
     )
     samples: list[dict[str, Any]] = []
+    descriptors: list[dict[str, Counter[str]]] = []  # per sample: node -> its descriptors
     died: list[str] = []
     try:
         end = time.monotonic() + 120.0
@@ -213,12 +251,13 @@ def main(argv: list[str] | None = None) -> int:
             sample = {
                 'minute': k * args.sample_s / 60.0,
                 'rss_mb': {n: round(s[0], 1) for n, s in stats.items()},
-                'fds': sum(s[1] for s in stats.values()),
+                'fds': sum(sum(s[1].values()) for s in stats.values()),
                 'shm_segments': shm_segments(domain),
                 'ledger': dict(watch.ledger),
                 **interval(watch, lo if k > 1 else 0, now_ns - GRACE_NS),
             }
             samples.append(sample)
+            descriptors.append({n: s[1] for n, s in stats.items()})
             report.console.print(
                 f'  {sample["minute"]:6.1f} min  RSS {sum(sample["rss_mb"].values()):7.1f} MB  '
                 f'fds {sample["fds"]:4d}  shm {sample["shm_segments"]:2d}  '
@@ -234,8 +273,10 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         launched.stop(timeout_s=30.0)
         watch.close()
-    after = [s for s in samples if s['minute'] > args.warmup_min] or samples[-1:]
-    first, last = after[0], after[-1]
+    after = [i for i, s in enumerate(samples) if s['minute'] > args.warmup_min]
+    after = after or [len(samples) - 1]
+    first, last = samples[after[0]], samples[after[-1]]
+    fds_changed = fds_diff(descriptors[after[0]], descriptors[after[-1]])
     rss0, rss1 = sum(first['rss_mb'].values()), sum(last['rss_mb'].values())
     ledger = samples[-1]['ledger'] if samples else {}
     policy = sum(
@@ -259,7 +300,12 @@ def main(argv: list[str] | None = None) -> int:
         'died': len(died),
     }
     settings = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
-    report.write_json(args.out / 'soak.json', {'args': settings, 'samples': samples, **summary})
+    report.write_json(
+        args.out / 'soak.json',
+        {'args': settings, 'samples': samples, 'fds_changed': fds_changed, **summary},
+    )
+    for node, change in fds_changed.items():  # what a growth (or a shrink) in open files was
+        report.console.print(f'soak: {node} after the warm-up: {change}')
     if samples:
         plot(args.out / 'soak.png', samples, args.warmup_min)
     report.console.print(f'soak: wrote {args.out / "soak.json"} and {args.out / "soak.png"}')

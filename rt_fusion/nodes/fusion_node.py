@@ -106,6 +106,14 @@ class FusionNodeParams:
         default=0.0,
         low=0.0,
     )
+    infer_when_behind: bool = param(
+        'false: a frame with newer frames already released behind it is fused without the '
+        "network (the node is behind: the backlog goes through at the fusion's own cost, the "
+        'newest frame gets the network). A detector too slow for the machine then lowers the '
+        'detection rate instead of queueing frames until the queue bound drops them; counted '
+        '(inference_skipped_behind)',
+        default=False,
+    )
     camera_transport: str = param(
         'auto: the shared-memory ring (zero copy) where it is reachable, else the full '
         'sensor_msgs/Image by itself (a camera on another computer: detected, logged); shm: the '
@@ -234,6 +242,7 @@ class FusionNode(node_utils.DeviceNode):
         }
         self.extra: list[ExtraCamera] = []
         self.frames = self.torn = self.inference_errors = self.infer_skipped = 0
+        self.infer_skipped_behind = 0  # of infer_skipped: newer frames were waiting
         self.camera_less = 0  # frames fused without their camera frame (gone, or torn)
         self._last_infer_ns = -(2**62)
         self.missing: dict[str, int] = {}
@@ -625,23 +634,30 @@ class FusionNode(node_utils.DeviceNode):
                 if not ready:
                     self._cond.wait(period)
                     ready = self.aligner.poll(time.time_ns())
-            for aligned in ready:
-                if self._stop.is_set():  # stopping: the rest are released, not processed
-                    release = getattr(aligned.frame, 'release', None)
-                    if release is not None:
-                        release()
-                    continue
-                try:
-                    self._process(aligned, time.time_ns())
-                except Exception:  # noqa: BLE001  (a bug: report it, keep the other frames going)
-                    self.worker_errors += 1
-                    self.get_logger().error(
-                        f'frame {aligned.stamp_ns} failed:\n{traceback.format_exc()}',
-                        throttle_duration_sec=5.0,
-                    )
-                self._ack()
-                if prefault_at < math.inf:  # not done yet: after the first frame
-                    prefault_at = 0.0
+            if self._process_ready(ready) and prefault_at < math.inf:
+                prefault_at = 0.0  # not done yet: after the first frame
+
+    def _process_ready(self, ready: list[AlignedFrame]) -> int:
+        """Fuse the frames the aligner released, oldest first; how many were. Each but the
+        last has newer frames waiting behind it (``behind``: the network may skip it)."""
+        done = 0
+        for i, aligned in enumerate(ready):
+            if self._stop.is_set():  # stopping: the rest are released, not processed
+                release = getattr(aligned.frame, 'release', None)
+                if release is not None:
+                    release()
+                continue
+            try:
+                self._process(aligned, time.time_ns(), behind=i < len(ready) - 1)
+            except Exception:  # noqa: BLE001  (a bug: report it, keep the other frames going)
+                self.worker_errors += 1
+                self.get_logger().error(
+                    f'frame {aligned.stamp_ns} failed:\n{traceback.format_exc()}',
+                    throttle_duration_sec=5.0,
+                )
+            self._ack()
+            done += 1
+        return done
 
     def _infer(self, frame: Any, sub: ShmSubscription | None = None) -> Any:
         if self.runner is None:
@@ -661,11 +677,15 @@ class FusionNode(node_utils.DeviceNode):
                 self.get_logger().warning(f'zoom {self.params.zoom:g}: {self._zoom_note}')
         return out
 
-    def _process(self, aligned: AlignedFrame, released_ns: int) -> None:
+    def _process(self, aligned: AlignedFrame, released_ns: int, behind: bool = False) -> None:
+        """Fuse one released frame; ``behind``: newer frames wait behind it."""
         t0 = time.perf_counter_ns()
         period_ns = round(self.params.infer_period_s * 1e9)
         camera = 'camera' not in aligned.missing
         skip = not camera or (period_ns > 0 and aligned.stamp_ns - self._last_infer_ns < period_ns)
+        if camera and not skip and behind and not self.params.infer_when_behind:
+            skip = True
+            self.infer_skipped_behind += 1
         try:
             if not camera:  # the camera is gone: radar and IMU carry the tracks meanwhile
                 self.camera_less += 1
@@ -851,6 +871,7 @@ class FusionNode(node_utils.DeviceNode):
             'torn': self.torn,
             'inference_errors': self.inference_errors,
             'inference_skipped': self.infer_skipped,
+            'inference_skipped_behind': self.infer_skipped_behind,
             'worker_errors': self.worker_errors,
             'missing': ', '.join(f'{k} {v}' for k, v in sorted(self.missing.items())),
             'latency_p50_us': round(lat.p50_us, 1) if lat.count else '',
