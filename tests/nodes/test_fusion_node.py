@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import time
+from typing import Any
 
 import numpy as np
 import pytest
@@ -322,6 +323,23 @@ def test_a_siren_in_the_microphone_ring_becomes_an_audio_event_and_bad_blocks_ar
     assert latest['audio_lost_blocks'] == '0'
 
 
+def _configured_with_runner(context: Any, runner: object, **params: Any) -> Any:
+    """An in-process fusion node (no backend, not started), configured, with ``runner`` in
+    place of its network: the tests' stand-in for what ``FrameRunner.run`` returns."""
+    from rclpy.parameter import Parameter  # noqa: PLC0415
+
+    from rt_fusion.nodes.fusion_node import FusionNode  # noqa: PLC0415
+
+    overrides = {'backend': 'none', 'autostart': False, **params}
+    node = FusionNode(
+        context=context,
+        parameter_overrides=[Parameter(k, value=v) for k, v in overrides.items()],
+    )
+    node.trigger_configure()
+    node.runner = runner
+    return node
+
+
 def test_a_torn_camera_frame_still_fuses_its_radar_and_imu_and_is_counted_once() -> None:
     """The ring overwrote the camera frame while the detector read it: the frame's network
     output is garbage and never fused, but its radar scan and IMU samples still are (as when
@@ -330,10 +348,7 @@ def test_a_torn_camera_frame_still_fuses_its_radar_and_imu_and_is_counted_once()
     pytest.importorskip('rclpy')
     from types import SimpleNamespace  # noqa: PLC0415
 
-    from rclpy.parameter import Parameter  # noqa: PLC0415
-
     from rt_fusion.core.sync import AlignedFrame  # noqa: PLC0415
-    from rt_fusion.nodes.fusion_node import FusionNode  # noqa: PLC0415
     from tests.conftest import ros_context  # noqa: PLC0415
 
     class TornRunner:
@@ -347,15 +362,7 @@ def test_a_torn_camera_frame_still_fuses_its_radar_and_imu_and_is_counted_once()
             pass
 
     with ros_context() as context:
-        node = FusionNode(
-            context=context,
-            parameter_overrides=[
-                Parameter('backend', value='none'),
-                Parameter('autostart', value=False),
-            ],
-        )
-        node.trigger_configure()
-        node.runner = TornRunner()  # type: ignore[assignment]
+        node = _configured_with_runner(context, TornRunner())
         frame = SimpleNamespace(
             array=np.zeros((4, 4, 3), np.uint8),
             desc=SimpleNamespace(encoding='bgr8', segment='', available_ns=0),
@@ -383,10 +390,7 @@ def test_frames_released_together_run_the_network_on_the_newest_only(when_behind
     pytest.importorskip('rclpy')
     from types import SimpleNamespace  # noqa: PLC0415
 
-    from rclpy.parameter import Parameter  # noqa: PLC0415
-
     from rt_fusion.core.sync import AlignedFrame  # noqa: PLC0415
-    from rt_fusion.nodes.fusion_node import FusionNode  # noqa: PLC0415
     from tests.conftest import ros_context  # noqa: PLC0415
 
     seen: list[int] = []
@@ -402,16 +406,7 @@ def test_frames_released_together_run_the_network_on_the_newest_only(when_behind
             pass
 
     with ros_context() as context:
-        node = FusionNode(
-            context=context,
-            parameter_overrides=[
-                Parameter('backend', value='none'),
-                Parameter('autostart', value=False),
-                Parameter('infer_when_behind', value=when_behind),
-            ],
-        )
-        node.trigger_configure()
-        node.runner = RecordingRunner()  # type: ignore[assignment]
+        node = _configured_with_runner(context, RecordingRunner(), infer_when_behind=when_behind)
         t0 = time.time_ns()
 
         def released(k: int) -> AlignedFrame:
