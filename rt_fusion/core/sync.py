@@ -61,7 +61,10 @@ class SyncParams:
     )
     imu_capacity: int = param('IMU samples kept', default=2048, low=8)
     radar_capacity: int = param('radar scans kept per sensor', default=16, low=2)
-    camera_queue: int = param('camera frames waiting at most', default=8, low=1)
+    # 16: 0.53 s at 30 Hz, longer than a CPU detector's slowest frame on a busy 2-core machine
+    # (8, 0.27 s, lost ~0.5 % of a soak's frames). Frames waiting behind a newer one are fused
+    # without reading their pixels (infer_when_behind false), so a ring of fewer slots is safe.
+    camera_queue: int = param('camera frames waiting at most', default=16, low=1)
     audio_capacity_s: float = param('audio kept', unit='s', default=4.0, low=0.1)
     audio_window_s: float = param(
         'audio window ending at each frame', unit='s', default=0.5, low=0.001
