@@ -437,7 +437,7 @@ def test_a_detector_stalled_for_half_a_second_loses_no_frame() -> None:
     import threading  # noqa: PLC0415
     from types import SimpleNamespace  # noqa: PLC0415
 
-    from tests.conftest import ros_context  # noqa: PLC0415
+    from tests.conftest import ros_context, wait_for  # noqa: PLC0415
 
     entered, go = threading.Event(), threading.Event()
 
@@ -470,10 +470,8 @@ def test_a_detector_stalled_for_half_a_second_loses_no_frame() -> None:
             for k in range(1, 15):  # 14 more frames, 33 ms apart: 0.47 s of camera
                 node._on_frame(frame(t0 + k * 33_000_000), '')
             go.set()
-            deadline = time.monotonic() + 60.0
             dropped = node.aligner.stats['camera']
-            while node.frames + dropped.dropped < 15 and time.monotonic() < deadline:
-                time.sleep(0.01)
+            wait_for(lambda: node.frames + dropped.dropped >= 15, 60.0)
             ledger = node.frame_ledger()
             assert ledger['frames_queue_dropped'] == 0, ledger
             assert node.frames == 15, ledger
