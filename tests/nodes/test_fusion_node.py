@@ -340,13 +340,25 @@ def _configured_with_runner(context: Any, runner: object, **params: Any) -> Any:
     return node
 
 
+def _frame(array: np.ndarray, valid: bool = True, stamp_ns: int = 0) -> Any:
+    """A stand-in for a received camera frame (a ring view): its pixels, descriptor and
+    seqlock check."""
+    from types import SimpleNamespace  # noqa: PLC0415
+
+    return SimpleNamespace(
+        array=array,
+        desc=SimpleNamespace(encoding='bgr8', segment='', available_ns=0, stamp_ns=stamp_ns),
+        valid=lambda: valid,
+        release=lambda: True,
+    )
+
+
 def test_a_torn_camera_frame_still_fuses_its_radar_and_imu_and_is_counted_once() -> None:
     """The ring overwrote the camera frame while the detector read it: the frame's network
     output is garbage and never fused, but its radar scan and IMU samples still are (as when
     the camera is gone): the planner keeps getting objects. Before, the whole frame was
     dropped. In-process: the runner says the frame was torn."""
     pytest.importorskip('rclpy')
-    from types import SimpleNamespace  # noqa: PLC0415
 
     from rt_fusion.core.sync import AlignedFrame  # noqa: PLC0415
     from tests.conftest import ros_context  # noqa: PLC0415
@@ -363,12 +375,7 @@ def test_a_torn_camera_frame_still_fuses_its_radar_and_imu_and_is_counted_once()
 
     with ros_context() as context:
         node = _configured_with_runner(context, TornRunner())
-        frame = SimpleNamespace(
-            array=np.zeros((4, 4, 3), np.uint8),
-            desc=SimpleNamespace(encoding='bgr8', segment='', available_ns=0),
-            valid=lambda: False,
-            release=lambda: True,
-        )
+        frame = _frame(np.zeros((4, 4, 3), np.uint8), valid=False)
         stamp = time.time_ns()
         aligned = AlignedFrame(stamp, frame, None, {'front': None}, None, ('imu',), 0)
         node._process(aligned, stamp)
@@ -388,7 +395,6 @@ def test_frames_released_together_run_the_network_on_the_newest_only(when_behind
     460 ms). Now the older ones are fused without it (counted) and the newest gets it;
     ``infer_when_behind`` restores the old way. In-process: the runner records its frames."""
     pytest.importorskip('rclpy')
-    from types import SimpleNamespace  # noqa: PLC0415
 
     from rt_fusion.core.sync import AlignedFrame  # noqa: PLC0415
     from tests.conftest import ros_context  # noqa: PLC0415
@@ -410,12 +416,7 @@ def test_frames_released_together_run_the_network_on_the_newest_only(when_behind
         t0 = time.time_ns()
 
         def released(k: int) -> AlignedFrame:
-            frame = SimpleNamespace(
-                array=np.full((4, 4, 3), k, np.uint8),
-                desc=SimpleNamespace(encoding='bgr8', segment='', available_ns=0),
-                valid=lambda: True,
-                release=lambda: True,
-            )
+            frame = _frame(np.full((4, 4, 3), k, np.uint8))
             return AlignedFrame(t0 + k * 33_000_000, frame, None, {}, None, (), 0)
 
         assert node._process_ready([released(1), released(2), released(3)]) == 3
@@ -435,7 +436,6 @@ def test_a_detector_stalled_for_half_a_second_loses_no_frame() -> None:
     arrive, then all of them fused. In-process, the real worker thread and aligner."""
     pytest.importorskip('rclpy')
     import threading  # noqa: PLC0415
-    from types import SimpleNamespace  # noqa: PLC0415
 
     from tests.conftest import ros_context, wait_for  # noqa: PLC0415
 
@@ -452,13 +452,8 @@ def test_a_detector_stalled_for_half_a_second_loses_no_frame() -> None:
         def release(self) -> None:
             pass
 
-    def frame(stamp: int) -> SimpleNamespace:
-        return SimpleNamespace(
-            array=np.zeros((4, 4, 3), np.uint8),
-            desc=SimpleNamespace(encoding='bgr8', segment='', available_ns=0, stamp_ns=stamp),
-            valid=lambda: True,
-            release=lambda: True,
-        )
+    def frame(stamp: int) -> Any:
+        return _frame(np.zeros((4, 4, 3), np.uint8), stamp_ns=stamp)
 
     with ros_context() as context:
         node = _configured_with_runner(context, StalledRunner(), infer_period_s=0.0)
