@@ -213,7 +213,24 @@ class FusionParams:
         "growth of a camera detection's depth std (along its line of sight) with range "
         '(monocular depth)',
         unit='m/m',
-        default=0.03,
+        default=0.01,
+        low=0.0,
+    )
+    static_depth: str = param(
+        'depth of a camera detection of the static class (a post or an obstacle standing on the '
+        "road): 'ground', where its box meets the flat road, plus half its width; 'regressed', "
+        "the network's depth, as for every other class. A post's size varies, so its apparent "
+        'size says little about its distance; where it stands says more',
+        default='ground',
+        choices=('ground', 'regressed'),
+    )
+    camera_range_std_sq: float = param(
+        "growth of a camera detection's depth std with the square of its range (added to "
+        'camera_range_std × range): a pixel of error where an object meets the road, or in its '
+        'apparent size, moves it by about range² / (focal length × camera height): centimetres '
+        'near, metres at 70 m',
+        unit='1/m',
+        default=0.0006,
         low=0.0,
     )
     camera_bearing_std: float = param(
@@ -575,6 +592,7 @@ class FusionEngine:
         )
         cls = self._class_lut[np.minimum(a[:, 0].astype(np.int64), len(self._class_ids))]
         regressed = np.isfinite(a[:, 8]) & (a[:, 8] > 0.0)
+        width_px = a[:, 4] - a[:, 2]
         if any(geo.d):  # keypoints and box bottoms back through the lens, as camera_to_vehicle
             k = (geo.fx, geo.fy, geo.cx, geo.cy)
             a[:, 6:8] = undistort_points(a[:, 6:8], k, geo.d)
@@ -584,8 +602,16 @@ class FusionEngine:
         below = a[:, 5] - geo.cy
         on_road = regressed | (below > 1.0)
         road_depth = geo.fy * geo.height / np.where(below > 1.0, below, 1.0) + _SIZES[cls, 0] / 2
-        depth = np.where(regressed, a[:, 8], road_depth)
-        u = np.where(regressed, a[:, 6], 0.5 * (a[:, 2] + a[:, 4]))
+        if p.static_depth == 'ground':
+            # On the road below its box, plus half its depth: a post or block is about as deep
+            # as it is wide (its class's default length, 2 m, would put a post 1 m too far).
+            grounded = (cls == CLASS_STATIC) & (below > 1.0)
+            flat = geo.fy * geo.height / np.where(below > 1.0, below, 1.0)
+            road_depth = np.where(grounded, flat * (1.0 + 0.5 * width_px / geo.fx), road_depth)
+        else:
+            grounded = np.zeros(len(cls), bool)
+        depth = np.where(regressed & ~grounded, a[:, 8], road_depth)
+        u = np.where(regressed & ~grounded, a[:, 6], 0.5 * (a[:, 2] + a[:, 4]))
         lateral = -(u - geo.cx) * depth / geo.fx  # left of the camera's axis
         if geo.yaw:
             cy_, sy_ = math.cos(geo.yaw), math.sin(geo.yaw)
@@ -598,7 +624,7 @@ class FusionEngine:
         cls, x, y, rng, score = cls[keep], x[keep], y[keep], rng[keep], a[keep, 1]
         ox, oy, oyaw = pose
         c, s = math.cos(oyaw), math.sin(oyaw)
-        along = p.camera_position_std_m + p.camera_range_std * rng
+        along = p.camera_position_std_m + (p.camera_range_std + p.camera_range_std_sq * rng) * rng
         across = p.camera_position_std_m + p.camera_bearing_std * rng
         bearing = oyaw + np.arctan2(y - geo.y, x - geo.x)
         bc, bs = np.cos(bearing), np.sin(bearing)

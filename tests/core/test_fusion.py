@@ -3,6 +3,7 @@ frame at the frame time, camera evidence lookup, audio level."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -297,10 +298,15 @@ def test_a_heard_siren_marks_the_vehicle_moving_fastest_relative_to_the_ego() ->
     assert all(o.object_class != CLASS_EMERGENCY for o in _one_frame(engine, [slower]).objects)
 
 
-def test_the_camera_block_places_each_detection_as_camera_to_vehicle_does() -> None:
+@pytest.mark.parametrize('static_depth', ['ground', 'regressed'])
+def test_the_camera_block_places_each_detection_as_camera_to_vehicle_does(
+    static_depth: str,
+) -> None:
     """The vectorised camera path against the per-detection reference: camera_to_vehicle, the
     along-the-ray covariance and the class's size, for detections with and without a regressed
-    depth, above the horizon, of an unknown class, beyond the range, and a post."""
+    depth, above the horizon, of an unknown class, beyond the range, and a post (with
+    ``static_depth: ground``: on the road below its box, plus half its width, whatever its
+    regressed depth)."""
     from rt_fusion.core.fusion import (  # noqa: PLC0415
         CLASS_STATIC,
         CLASS_UNKNOWN,
@@ -315,7 +321,7 @@ def test_the_camera_block_places_each_detection_as_camera_to_vehicle_does() -> N
     )
     from rt_fusion.core.perception.tracker import Detection, Detections, along_ray_cov  # noqa: PLC0415
 
-    engine = FusionEngine(FusionParams(ego_speed_mps=0.0))
+    engine = FusionEngine(FusionParams(ego_speed_mps=0.0, static_depth=static_depth))
     classes = ['car', 'pedestrian', 'spaceship', 'static']
     engine.set_decoder(DecoderSpec.from_dict({'type': 'centernet', 'classes': classes}, 'test'))
     rng = np.random.default_rng(3)
@@ -341,11 +347,19 @@ def test_the_camera_block_places_each_detection_as_camera_to_vehicle_does() -> N
         cls = engine._class_ids[det.cls]
         if cls == CLASS_UNKNOWN:
             continue
-        pos = camera_to_vehicle(det, engine.geometry, DEFAULT_SIZE[cls][0] / 2)
+        geo = engine.geometry
+        if cls == CLASS_STATIC and static_depth == 'ground' and det.box[3] - geo.cy > 1.0:
+            flat = camera_to_vehicle(dataclasses.replace(det, depth=math.nan), geo)
+            assert flat is not None
+            grow = 1.0 + 0.5 * (det.box[2] - det.box[0]) / geo.fx  # half its width, deeper
+            x, y = geo.x + (flat[0] - geo.x) * grow, geo.y + (flat[1] - geo.y) * grow
+            pos = (x, y, math.hypot(x - geo.x, y - geo.y))
+        else:
+            pos = camera_to_vehicle(det, geo, DEFAULT_SIZE[cls][0] / 2)
         if pos is None or pos[2] > p.camera_max_range_m:
             continue
         x, y, r = pos
-        along = p.camera_position_std_m + p.camera_range_std * r
+        along = p.camera_position_std_m + (p.camera_range_std + p.camera_range_std_sq * r) * r
         across = p.camera_position_std_m + p.camera_bearing_std * r
         still = 0.0 if cls == CLASS_STATIC else math.nan
         want.append(
