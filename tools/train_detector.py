@@ -83,9 +83,12 @@ STD = (0.229, 0.224, 0.225)
 # --- data -------------------------------------------------------------------------------------
 
 
-def _targets(labels: list[dd.CameraLabel], sx: float, sy: float) -> dict[str, np.ndarray]:
+def _targets(
+    labels: list[dd.CameraLabel], sx: float, sy: float, factor: float = 1.0
+) -> dict[str, np.ndarray]:
     """Heatmap and per-object regression targets at stride 4 for one frame whose labels are in
-    pixels of the rendering camera (``sx``, ``sy``: its scale to the input)."""
+    pixels of the rendering camera (``sx``, ``sy``: its scale to the input; ``factor``: the
+    view's zoom, its labels' depths divided by it)."""
     oh, ow = OUT_HW
     heat = np.zeros((NC, oh, ow), np.float32)
     idx = np.zeros(MAX_OBJ, np.int64)
@@ -107,7 +110,10 @@ def _targets(labels: list[dd.CameraLabel], sx: float, sy: float) -> dict[str, np
         reg[k, 4:6] = (cx - ix, cy - iy)
         reg[k, 6] = math.log(max(lab.depth, 0.5))
         reg[k, 7:9] = (math.sin(lab.heading), math.cos(lab.heading))
-        mask[k] = 1.0
+        # A far object's regressions weigh more (--far-weight): a pixel of its box bottom or
+        # size is metres of its depth, a near one's centimetres.
+        far = lab.depth * factor / FAR_WEIGHT_M if FAR_WEIGHT_M else 1.0
+        mask[k] = min(max(far, 1.0), 3.0)
     return {'heat': heat.astype(np.float16), 'idx': idx, 'reg': reg, 'mask': mask}
 
 
@@ -117,6 +123,9 @@ def _targets(labels: list[dd.CameraLabel], sx: float, sy: float) -> dict[str, np
 #: multiplies them back). A detector trained on the whole frame alone has never seen a view
 #: reduced less than the full one, and the zoomed view beyond 1.5 lost it precision.
 VIEWS: tuple[float, ...] = (1.0,)
+#: ``--far-weight``: an object farther than this [m] (its true depth, in any view) has its
+#: regression losses weighted by its depth / this (at most 3); 0: every object weighs 1.
+FAR_WEIGHT_M = 0.0
 
 
 def set_views(views: tuple[float, ...]) -> None:
@@ -163,7 +172,7 @@ def _scene(seed: tuple[int, int]) -> list[tuple[np.ndarray, dict[str, np.ndarray
                 part, labs = frame[y0:y1, x0:x1], zoomed_labels(labels, view)
             sx, sy = INPUT_HW[1] / part.shape[1], INPUT_HW[0] / part.shape[0]
             img = cv2.resize(part, (INPUT_HW[1], INPUT_HW[0]), interpolation=cv2.INTER_LINEAR)
-            out.append((img, _targets(labs, sx, sy)))
+            out.append((img, _targets(labs, sx, sy, factor)))
     return out
 
 
@@ -384,6 +393,7 @@ def train(args: argparse.Namespace) -> None:
         'input': f'{INPUT_HW[0]}x{INPUT_HW[1]}',
         'camera': f'{CAMERA_WH[0]}x{CAMERA_WH[1]}',
         'views': ','.join(f'{v:g}' for v in VIEWS),
+        'far_weight_m': FAR_WEIGHT_M,
         'device': torch.cuda.get_device_name() if dev.type == 'cuda' else 'cpu',
         'final_loss': history[-1] if history else {},
     }
@@ -760,6 +770,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         '--init', type=Path, help='start from these weights (a weights.pt or a model .ts)'
     )
+    parser.add_argument(
+        '--far-weight',
+        type=float,
+        default=0.0,
+        help='weigh the regressions of objects farther than this [m] by depth / this (at most '
+        '3): far objects, where a pixel is metres (0: all 1)',
+    )
     parser.add_argument('--max-train-s', type=float, default=0.0, help='stop training after')
     parser.add_argument('--workers', type=int, default=mp.cpu_count())
     parser.add_argument('--export', type=Path, help='weights.pt to export instead of training')
@@ -800,6 +817,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     set_input(args.input, args.camera)
     set_views(args.views)
+    global FAR_WEIGHT_M  # noqa: PLW0603
+    FAR_WEIGHT_M = args.far_weight
     if args.export:
         export(args.export, args.models, args.name)
         return 0

@@ -174,3 +174,26 @@ def test_a_zoomed_training_view_is_labelled_as_the_runtime_maps_it_back() -> Non
                 assert 0 <= z.box[1] <= z.box[3] <= y1 - y0
                 checked += 1
     assert checked >= 20
+
+
+def test_far_weight_weighs_an_object_by_its_true_depth_in_every_view(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``--far-weight D``: an object's regression weight is its true depth / D, between 1 and 3,
+    in the full view and in a zoomed one (whose labels' depths are divided by the zoom); off (0),
+    every object weighs 1."""
+    sys.path.insert(0, str(ROOT))
+    from tools import train_detector as td  # noqa: PLC0415
+
+    def label(depth: float) -> dd.CameraLabel:
+        return dd.CameraLabel(0, (100.0, 100.0, 140.0, 130.0), (120.0, 115.0), depth, 0.0, 1, 0, 0)
+
+    def weights(depths: list[float], factor: float) -> list[float]:
+        t = td._targets([label(d) for d in depths], 1 / 3, 1 / 3, factor)
+        return sorted(float(w) for w in t['mask'][t['mask'] > 0])
+
+    monkeypatch.setattr(td, 'FAR_WEIGHT_M', 0.0)
+    assert weights([10.0, 70.0], 1.0) == [1.0, 1.0]
+    monkeypatch.setattr(td, 'FAR_WEIGHT_M', 30.0)
+    assert weights([10.0, 45.0, 150.0], 1.0) == pytest.approx([1.0, 1.5, 3.0])
+    assert weights([15.0], 3.0) == pytest.approx([1.5])  # 45 m, seen in the zoomed view
