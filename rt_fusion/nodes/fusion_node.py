@@ -54,6 +54,7 @@ from rt_fusion.core.params import param
 from rt_fusion.core.perception import tracker
 from rt_fusion.core.perception.decoders import CameraDetection, CameraGeometry
 from rt_fusion.core.perception.hearing import HearingParams
+from rt_fusion.core.perception.tracker import TrackerParams
 from rt_fusion.core.perception.zoom import decode_views
 from rt_fusion.core.sync import AlignedFrame, Aligner, SyncParams
 from rt_fusion.inference.hearing import load_hearing_model
@@ -224,6 +225,7 @@ class FusionNode(node_utils.DeviceNode):
         (FusionNodeParams, ''),
         (SyncParams, 'sync.'),
         (FusionParams, 'fusion.'),
+        (TrackerParams, 'tracker.'),
         (realtime.RealtimeParams, 'rt.'),
         (HearingParams, 'hearing.'),
     )
@@ -260,7 +262,14 @@ class FusionNode(node_utils.DeviceNode):
 
     # -- lifecycle -----------------------------------------------------------------------------
 
-    PARAMS = (FusionNodeParams, SyncParams, FusionParams, realtime.RealtimeParams, HearingParams)
+    PARAMS = (
+        FusionNodeParams,
+        SyncParams,
+        FusionParams,
+        TrackerParams,
+        realtime.RealtimeParams,
+        HearingParams,
+    )
 
     @classmethod
     def preload(cls) -> None:
@@ -276,6 +285,7 @@ class FusionNode(node_utils.DeviceNode):
         p = self.params = node_utils.declare_params(self, FusionNodeParams)
         self.sync_params = node_utils.declare_params(self, SyncParams, 'sync.')
         fusion_params = node_utils.declare_params(self, FusionParams, 'fusion.')
+        tracker_params = node_utils.declare_params(self, TrackerParams, 'tracker.')
         rt = node_utils.declare_params(self, realtime.RealtimeParams, 'rt.')
         hearing = node_utils.declare_params(self, HearingParams, 'hearing.')
         if len(self.sync_params.radars) != 1:
@@ -287,7 +297,7 @@ class FusionNode(node_utils.DeviceNode):
         self.radar_name = self.sync_params.radars[0]
         self.aligner = Aligner(self.sync_params)
         tracker.defer_compiled()  # numba is loaded once the node is active (see activate)
-        self.engine = FusionEngine(fusion_params)
+        self.engine = FusionEngine(fusion_params, tracker=tracker_params)
         for name in p.cameras:
             if not re.fullmatch(r'[a-z][a-z0-9_]*', name) or p.cameras.count(name) > 1:
                 raise ParameterError(

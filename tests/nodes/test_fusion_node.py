@@ -101,6 +101,7 @@ def test_frames_without_imu_and_radar_come_out_degraded_and_in_order(procs: Proc
         ('sync.radar_mode:=sideways', 'sync.radar_mode'),  # not one of the choices
         ('sync.max_wiat_s:=0.1', 'sync.max_wiat_s'),  # misspelt: rclpy alone would ignore it
         ('cameras:=[left]', 'cameras'),  # an extra camera without its mounting
+        ('tracker.confirm_hits:=0', 'tracker.confirm_hits'),  # the tracker's, below its range
     ],
 )
 def test_a_bad_parameter_fails_at_start_with_its_name(
