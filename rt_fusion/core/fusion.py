@@ -601,12 +601,12 @@ class FusionEngine:
             a[:, 2], a[:, 4], a[:, 5] = bottom[:, 0], bottom[:, 0], bottom[:, 1]
         below = a[:, 5] - geo.cy
         on_road = regressed | (below > 1.0)
-        road_depth = geo.fy * geo.height / np.where(below > 1.0, below, 1.0) + _SIZES[cls, 0] / 2
+        flat = geo.fy * geo.height / np.where(below > 1.0, below, 1.0)  # where it meets the road
+        road_depth = flat + _SIZES[cls, 0] / 2
         if p.static_depth == 'ground':
-            # On the road below its box, plus half its depth: a post or block is about as deep
-            # as it is wide (its class's default length, 2 m, would put a post 1 m too far).
+            # Plus half its depth: a post or block is about as deep as it is wide (its class's
+            # default length, 2 m, would put a post 1 m too far).
             grounded = (cls == CLASS_STATIC) & (below > 1.0)
-            flat = geo.fy * geo.height / np.where(below > 1.0, below, 1.0)
             road_depth = np.where(grounded, flat * (1.0 + 0.5 * width_px / geo.fx), road_depth)
         else:
             grounded = np.zeros(len(cls), bool)
