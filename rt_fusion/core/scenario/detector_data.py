@@ -118,11 +118,20 @@ def random_scenario(rng: np.random.Generator) -> dict[str, Any]:
 
 
 def camera_labels(
-    world: World, t: float, cam: sm.CameraModel, max_range_m: float = MAX_LABEL_RANGE_M
+    world: World,
+    t: float,
+    cam: sm.CameraModel,
+    max_range_m: float = MAX_LABEL_RANGE_M,
+    look: rd.Look | None = None,
 ) -> list[CameraLabel]:
-    """The actors the camera sees at ``t`` (in view, not occluded, within ``max_range_m``)."""
+    """The actors the camera sees at ``t`` (in view, not occluded, within ``max_range_m``).
+
+    With the frame's ``look`` the occlusion is the rendered frame's
+    (:func:`~rt_fusion.core.scenario.render.shown_fractions`: nearer actors and roadside scenery,
+    heights included), as the scenarios' ground truth has it; without, the actors' footprints."""
     ego = world.ego.at(t)
-    seen = sm.visibility(world, t, cam, sm.RadarModel())
+    shown = rd.shown_fractions(cam, world, t, look) if look is not None else None
+    seen = sm.visibility(world, t, cam, sm.RadarModel(), shown)
     out = []
     for a in world.actors:
         if not seen.get(a.id, {}).get('camera', False):
@@ -170,7 +179,10 @@ def scene_frames(
         if _crashed(world, float(t)):
             continue  # an actor drove into the ego: no such scene on a real road
         out.append(
-            (rd.render(cam, world, float(t), rng, look), camera_labels(world, float(t), cam))
+            (
+                rd.render(cam, world, float(t), rng, look),
+                camera_labels(world, float(t), cam, look=look),
+            )
         )
     return out
 

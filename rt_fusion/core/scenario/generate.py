@@ -33,7 +33,7 @@ import numpy.typing as npt
 
 from rt_fusion.core.scenario import sensors as sm
 from rt_fusion.core.scenario.bagout import BagWriter, header, make, typestore
-from rt_fusion.core.scenario.render import Look, render
+from rt_fusion.core.scenario.render import Look, render, shown_fractions
 from rt_fusion.core.scenario.world import World, build_world, ego_frame
 
 T0_NS = 1_700_000_000 * 10**9
@@ -307,11 +307,16 @@ def truth_at(
     t: float,
     cam: sm.CameraModel | None = None,
     radar: sm.RadarModel | None = None,
+    look: Look | None = None,
 ) -> dict[str, Any]:
     """Ground truth at time t: ego pose/velocity (world), objects (world and base_link) and
-    which sensors see each object (``visible``: field of view, range, occlusion)."""
+    which sensors see each object (``visible``: field of view, range, occlusion). With the
+    camera's ``look`` (its scenery), the camera's occlusion is what the rendered frame shows
+    (:func:`~rt_fusion.core.scenario.render.shown_fractions`); without, actors' footprints."""
     ego = world.ego.at(t)
-    seen = sm.visibility(world, t, cam or sm.CameraModel(), radar or sm.RadarModel())
+    cam = cam or sm.CameraModel()
+    shown = shown_fractions(cam, world, t, look) if look is not None else None
+    seen = sm.visibility(world, t, cam, radar or sm.RadarModel(), shown)
     objects = []
     for a in world.actors:
         st = a.at(t)
@@ -341,11 +346,12 @@ def truth_at(
     }
 
 
-def _truth(ts: Any, world: World) -> Iterator[Item]:
+def _truth(ts: Any, world: World, cam: sm.CameraModel, seed: int) -> Iterator[Item]:
     vec = 'geometry_msgs/msg/Vector3'
+    look = Look(scenery_seed=seed)  # the scenery the camera renders (_images)
     for k in range(int(world.seconds * CAMERA_HZ)):
         t = k / CAMERA_HZ
-        gt = truth_at(world, t)
+        gt = truth_at(world, t, cam, look=look)
         ego = gt['ego']
         c, s = math.cos(ego['yaw']), math.sin(ego['yaw'])
         objs = []
@@ -465,7 +471,7 @@ def generate(
             _camera(ts, world, seed, raw_images, cam.mounted(name), name, pool)
             for name in sm.RIG[1:cameras]
         ),
-        _truth(ts, world),
+        _truth(ts, world, cam, seed),
     ]
     try:
         for log_ns, _tie, topic, typename, msg in heapq.merge(*streams, key=lambda i: i[:2]):
@@ -519,7 +525,10 @@ def write_truth(world: World, seed: int, cam: sm.CameraModel, out: Path, cameras
         'camera_size': [cam.width, cam.height],
         'cameras': cameras,
         'audio_events': world.audio_events,
-        'frames': [truth_at(world, k / CAMERA_HZ, cam) for k in range(frames)],
+        'frames': [
+            truth_at(world, k / CAMERA_HZ, cam, look=Look(scenery_seed=seed))
+            for k in range(frames)
+        ],
     }
     out.mkdir(parents=True, exist_ok=True)
     (out / 'ground_truth.json').write_text(json.dumps(_round(truth), sort_keys=True) + '\n')

@@ -7,8 +7,11 @@ forward, y left, z up): camera at ``CAMERA_POS`` looking forward, radar at ``RAD
 
 Visibility (:func:`visibility`, written into the ground truth per frame and object): an object is
 seen by a sensor when its centre is inside the sensor's field of view and range and at most
-``OCCLUDED_FRACTION`` of its horizontal extent (the azimuth interval of its footprint, seen from
-the sensor) is covered by nearer objects. The radar only reports what it sees.
+``OCCLUDED_FRACTION`` of it is covered by nearer things. For the radar, "of it" is the azimuth
+interval of its footprint and the things are the other objects; for the camera of a generated
+scenario, its silhouette's pixels in the rendered frame, covered by nearer objects and roadside
+scenery, heights included (:func:`rt_fusion.core.scenario.render.shown_fractions`). The radar only
+reports what it sees.
 
 Where the models are simpler than the real sensors (the ARS408 recording in ``../shared/data``
 is the reference for the radar's figures):
@@ -21,8 +24,9 @@ is the reference for the radar's figures):
   overlapping those of young real objects); object ids are the sensor's own (:class:`RadarIds`:
   the lowest free id, a new one when an object is lost for two scans, freed ids reused at once by
   unrelated objects, as the recording shows: 42 ids for 58 births in 515 cycles);
-- occlusion: 2D, by azimuth intervals of footprints only (a truck behind a car is hidden like a
-  car; heights are ignored), all or nothing at ``OCCLUDED_FRACTION``;
+- radar occlusion: 2D, by azimuth intervals of footprints only (a truck behind a car is hidden
+  like a car; heights are ignored; the roadside scenery hides nothing), all or nothing at
+  ``OCCLUDED_FRACTION``;
 - camera: :mod:`rt_fusion.core.scenario.render` (bodies of shaded boxes, scenery, a plumb_bob
   lens; its docstring says what it lacks);
 - IMU: white noise and constant bias, no temperature or scale-factor errors;
@@ -282,16 +286,30 @@ def radar_visibility(world: World, t: float, radar: RadarModel) -> dict[int, dic
 
 
 def visibility(
-    world: World, t: float, cam: CameraModel, radar: RadarModel
+    world: World,
+    t: float,
+    cam: CameraModel,
+    radar: RadarModel,
+    shown: dict[int, float] | None = None,
 ) -> dict[int, dict[str, bool]]:
-    """Per actor id: ``{'camera': bool, 'radar': bool}`` (field of view, range, occlusion)."""
+    """Per actor id: ``{'camera': bool, 'radar': bool}`` (field of view, range, occlusion).
+
+    ``shown`` (actor id -> the share of its silhouette the rendered frame shows,
+    :func:`rt_fusion.core.scenario.render.shown_fractions`) replaces the camera's footprint
+    occlusion: hidden when more than ``OCCLUDED_FRACTION`` of it is covered by anything nearer,
+    roadside scenery and heights included."""
     iv = _azimuth_intervals(world, t, CAMERA_POS[:2])
     half_fov = cam.half_fov()
     fov = {
         aid: abs(az) < half_fov and r * math.cos(az) > 1.0 and r < CAMERA_MAX_RANGE_M
         for aid, (r, az, _, _) in iv.items()
     }
-    cam_seen = _seen(iv, fov)
+    if shown is None:
+        cam_seen = _seen(iv, fov)
+    else:
+        cam_seen = {
+            aid: ok and 1.0 - shown.get(aid, 0.0) < OCCLUDED_FRACTION for aid, ok in fov.items()
+        }
     rad = radar_visibility(world, t, radar)
     return {aid: {'camera': cam_seen[aid], 'radar': rad[aid]['radar']} for aid in iv}
 

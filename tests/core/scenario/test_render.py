@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
+import cv2
 import numpy as np
 import pytest
+import yaml
 
 from rt_fusion.core.camera import undistort_points
 from rt_fusion.core.scenario import render as rd
 from rt_fusion.core.scenario import sensors as sm
+from rt_fusion.core.scenario.generate import truth_at
 from rt_fusion.core.scenario.world import BODIES, ScenarioError, build_world
+from tests.conftest import ROOT
 
 CAM = sm.CameraModel()  # 640x360: the same lens as the 1080p vehicle camera, fast
 
@@ -158,3 +163,56 @@ def test_each_camera_of_the_rig_sees_the_car_on_its_side() -> None:
         assert front == 0, name
     with pytest.raises(ValueError, match='camera mount'):
         CAM.mounted('roof')
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason='known: the frame is drawn 1.5 px right of and below where camera_info puts it; the '
+    'shipped detector learned the shift, so the fix waits for one retrained on exact frames',
+)
+def test_the_frame_sits_where_camera_info_says_to_a_fiftieth_of_a_pixel() -> None:
+    # The lens remap (pinhole canvas -> distorted frame) against the exact undistortion of every
+    # 7th pixel. With the shift, a detector trained here puts a real camera's far objects metres
+    # off in range (1.5 px is 3.5 % of the depth at 45 m).
+    canvas, map1, map2, _ = rd._canvas(sm.VEHICLE)
+    mapx, mapy = cv2.convertMaps(map1, map2, cv2.CV_32FC1)
+    vv, uu = np.mgrid[0 : sm.VEHICLE.height : 7, 0 : sm.VEHICLE.width : 7]
+    exact = sm.VEHICLE.undistort(np.column_stack([uu.ravel(), vv.ravel()]))
+    exact += (canvas.cx - sm.VEHICLE.cx, canvas.cy - sm.VEHICLE.cy)
+    err = np.column_stack([mapx[vv, uu].ravel(), mapy[vv, uu].ravel()]) - exact
+    assert np.abs(err).max() < 0.02, np.abs(err).max(axis=0)
+
+
+def test_what_the_frame_shows_of_an_actor_is_its_camera_visibility() -> None:
+    lead = {'class': 'car', 'body': 'van', 'lane': 0, 's': 15.0}
+    behind = {'class': 'car', 'body': 'sedan', 'lane': 0, 's': 40.0}
+    beside = {'class': 'pedestrian', 'lane': 1, 's': 30.0}
+    world = _world([lead, behind, beside])
+    near, far, person = (a.id for a in world.actors)
+    look = rd.Look(noise=0.0)
+    shown = rd.shown_fractions(CAM, world, 0.5, look)
+    assert shown[near] == 1.0 and shown[person] == 1.0
+    assert shown[far] < 1.0 - sm.OCCLUDED_FRACTION  # behind the van: hidden
+    # What the frame itself shows of the hidden car: the pixels that change when it is there.
+    changed = np.abs(_frame(world) - _frame(_world([lead, beside]))).max(axis=2) > 10
+    a = world.actors[1]
+    uv, _ = CAM.project(sm.box_corners(a.at(0.5), a.size, world.ego.at(0.5)))
+    u0, v0 = np.floor(uv.min(axis=0)).astype(int)
+    u1, v1 = np.ceil(uv.max(axis=0)).astype(int)
+    assert changed[v0:v1, u0:u1].mean() < 1.0 - sm.OCCLUDED_FRACTION
+    truth = truth_at(world, 0.5, CAM, look=look)
+    visible = {o['id']: o['visible']['camera'] for o in truth['objects']}
+    assert visible == {near: True, far: False, person: True}
+
+
+def test_roadside_scenery_hides_what_stands_behind_it() -> None:
+    # stopped_car, seed 2101, t = 1 s: a guard rail on the inside of the curve covers the lower
+    # part of a post 70 m ahead (id 23); without the scenery the whole post shows.
+    world = build_world(
+        yaml.safe_load((ROOT / 'config' / 'scenarios' / 'stopped_car.yaml').read_text()), 4.0
+    )
+    look = rd.Look(scenery_seed=2101)
+    with_rail = rd.shown_fractions(sm.VEHICLE, world, 1.0, look)[23]
+    bare = dataclasses.replace(world, scenery=0.0)
+    assert rd.shown_fractions(sm.VEHICLE, bare, 1.0, look)[23] == 1.0
+    assert 0.2 < with_rail < 0.8, with_rail
