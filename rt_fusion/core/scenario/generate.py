@@ -346,12 +346,17 @@ def truth_at(
     }
 
 
-def _truth(ts: Any, world: World, cam: sm.CameraModel, seed: int) -> Iterator[Item]:
+def truth_series(world: World, seed: int, cam: sm.CameraModel) -> list[dict[str, Any]]:
+    """:func:`truth_at` at every camera frame, the camera seeing the scenery it renders."""
+    look = Look(scenery_seed=seed)  # as _images renders it
+    frames = int(world.seconds * CAMERA_HZ)
+    return [truth_at(world, k / CAMERA_HZ, cam, look=look) for k in range(frames)]
+
+
+def _truth(ts: Any, world: World, frames: list[dict[str, Any]]) -> Iterator[Item]:
     vec = 'geometry_msgs/msg/Vector3'
-    look = Look(scenery_seed=seed)  # the scenery the camera renders (_images)
-    for k in range(int(world.seconds * CAMERA_HZ)):
-        t = k / CAMERA_HZ
-        gt = truth_at(world, t, cam, look=look)
+    for gt in frames:
+        t = gt['t']
         ego = gt['ego']
         c, s = math.cos(ego['yaw']), math.sin(ego['yaw'])
         objs = []
@@ -465,13 +470,14 @@ def generate(
         if workers > 1
         else None
     )
+    truth = truth_series(world, seed, cam)  # once, for the bag and ground_truth.json
     streams = [
         *sensor_streams(ts, world, seed, cam, raw_images, clips_dir, pool=pool),
         *(
             _camera(ts, world, seed, raw_images, cam.mounted(name), name, pool)
             for name in sm.RIG[1:cameras]
         ),
-        _truth(ts, world, cam, seed),
+        _truth(ts, world, truth),
     ]
     try:
         for log_ns, _tie, topic, typename, msg in heapq.merge(*streams, key=lambda i: i[:2]):
@@ -482,7 +488,7 @@ def generate(
         writer.close()
         if pool is not None:
             pool.shutdown(cancel_futures=True)
-    write_truth(world, seed, cam, out, cameras)
+    write_truth(world, seed, cam, out, cameras, truth)
     return {'world': world, 'counts': dict(writer.counts), 'camera': cam, 'cameras': cameras}
 
 
@@ -510,12 +516,18 @@ def sensor_streams(
     return streams
 
 
-def write_truth(world: World, seed: int, cam: sm.CameraModel, out: Path, cameras: int = 1) -> None:
-    """``out/ground_truth.json`` (a frame per camera frame of the front camera; ``cameras``:
-    how many the bag has) and ``out/camera_info.yaml``."""
+def write_truth(
+    world: World,
+    seed: int,
+    cam: sm.CameraModel,
+    out: Path,
+    cameras: int = 1,
+    frames: list[dict[str, Any]] | None = None,
+) -> None:
+    """``out/ground_truth.json`` (a frame per camera frame of the front camera, ``frames`` when
+    already computed; ``cameras``: how many the bag has) and ``out/camera_info.yaml``."""
     import yaml  # noqa: PLC0415
 
-    frames = int(world.seconds * CAMERA_HZ)
     truth = {
         'scenario': world.name,
         'seed': seed,
@@ -525,10 +537,7 @@ def write_truth(world: World, seed: int, cam: sm.CameraModel, out: Path, cameras
         'camera_size': [cam.width, cam.height],
         'cameras': cameras,
         'audio_events': world.audio_events,
-        'frames': [
-            truth_at(world, k / CAMERA_HZ, cam, look=Look(scenery_seed=seed))
-            for k in range(frames)
-        ],
+        'frames': frames if frames is not None else truth_series(world, seed, cam),
     }
     out.mkdir(parents=True, exist_ok=True)
     (out / 'ground_truth.json').write_text(json.dumps(_round(truth), sort_keys=True) + '\n')
