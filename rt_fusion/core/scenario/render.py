@@ -478,6 +478,32 @@ def _noise_bank(height: int, width: int) -> npt.NDArray[np.int16]:
     return np.round(noise).astype(np.int16)
 
 
+SCENERY_LABEL = 1  # the label of roadside items (:func:`shown_fractions`); an actor's: its id + 2
+
+
+def _items(
+    cam: CameraModel, world: World, t: float, look: Look
+) -> list[tuple[float, int, Solid | None, Any]]:
+    """The frame's items not behind the camera: ``(distance, label, solid, tree)``, actors first,
+    then the roadside scenery (``solid`` None for a tree, see :func:`scenery`)."""
+    ego = world.ego.at(t)
+    items: list[tuple[float, int, Solid | None, Any]] = []
+    for a in world.actors:
+        solid = actor_solid(a, t, ego, look)
+        if cam.to_camera(solid.corners.reshape(-1, 3))[:, 0].max() <= 0.8:
+            continue  # behind the camera
+        items.append((solid.distance(cam), a.id + 2, solid, None))
+    roadside = scenery(world, t, look)
+    wholes = [part if part is not None else tree[0] for part, tree in roadside]
+    if wholes:  # each item's ground point in the camera's frame, at once
+        at = cam.to_camera(np.array([(*w.at, 0.0) for w in wholes]))
+        for (part, tree), whole, (ahead, aside, _) in zip(roadside, wholes, at, strict=True):
+            if ahead < 1.0 and abs(aside) < 40.0:
+                continue  # behind the camera
+            items.append((whole.distance(cam), SCENERY_LABEL, part, tree))
+    return items
+
+
 def render(
     cam: CameraModel,
     world: World,
@@ -492,23 +518,10 @@ def render(
     ego = world.ego.at(t)
     _road(img, canvas, world, ego, look)
     light = np.array(look.sun, np.float64) / np.linalg.norm(look.sun)
-    items: list[tuple[float, Solid | None, Any]] = []
-    for a in world.actors:
-        solid = actor_solid(a, t, ego, look)
-        if cam.to_camera(solid.corners.reshape(-1, 3))[:, 0].max() <= 0.8:
-            continue  # behind the camera
-        items.append((solid.distance(cam), solid, None))
-    roadside = scenery(world, t, look)
-    wholes = [part if part is not None else tree[0] for part, tree in roadside]
-    if wholes:  # each item's ground point in the camera's frame, at once
-        at = cam.to_camera(np.array([(*w.at, 0.0) for w in wholes]))
-        for (part, tree), whole, (ahead, aside, _) in zip(roadside, wholes, at, strict=True):
-            if ahead < 1.0 and abs(aside) < 40.0:
-                continue  # behind the camera
-            items.append((whole.distance(cam), part, tree))
-    near = [i[1] for i in items if i[1] is not None and i[0] < 90]
+    items = _items(cam, world, t, look)
+    near = [i[2] for i in items if i[2] is not None and i[0] < 90]
     _shadows(img, canvas, near, look)
-    for _dist, item, tree in sorted(items, key=lambda i: -i[0]):
+    for _dist, _label, item, tree in sorted(items, key=lambda i: -i[0]):
         if item is not None:
             _draw_solid(img, canvas, item, light, look)
         else:
@@ -670,7 +683,6 @@ def _draw_tree(
 
 
 # --- What the frame shows of each actor (the ground truth's camera visibility) -----------------
-SCENERY_LABEL = 1  # label of roadside items in the label image; an actor's is its id + 2
 
 
 def _hulls(cam: CameraModel, corners: npt.NDArray[np.float64]) -> list[npt.NDArray[np.int32]]:
@@ -708,22 +720,10 @@ def shown_fractions(
 
     The frame's items are drawn as labels in the renderer's painter's order on its pinhole canvas
     (the lens only moves pixels); an actor's shown pixels are counted against its silhouette drawn
-    alone. 0.0 for an actor behind the camera or off the canvas."""
+    alone; 0.0 for one off the canvas, none for one behind the camera."""
     look = look or Look()
     canvas = _canvas(cam)[0]
-    ego = world.ego.at(t)
-    items: list[tuple[float, int, Solid | None, Any]] = []
-    for a in world.actors:
-        solid = actor_solid(a, t, ego, look)
-        items.append((solid.distance(cam), a.id + 2, solid, None))
-    roadside = scenery(world, t, look)
-    wholes = [part if part is not None else tree[0] for part, tree in roadside]
-    if wholes:  # culled as render() culls them
-        at = cam.to_camera(np.array([(*w.at, 0.0) for w in wholes]))
-        for (part, tree), whole, (ahead, aside, _) in zip(roadside, wholes, at, strict=True):
-            if ahead < 1.0 and abs(aside) < 40.0:
-                continue
-            items.append((whole.distance(cam), SCENERY_LABEL, part, tree))
+    items = _items(cam, world, t, look)
     labels = np.zeros((canvas.height, canvas.width), np.int32)
     alone: dict[int, int] = {}
     for _dist, label, item, tree in sorted(items, key=lambda i: -i[0]):
