@@ -18,9 +18,14 @@ scenario camera (:class:`~rt_fusion.core.scenario.sensors.CameraModel`) sees it:
 - **the lens and the sensor**: plumb_bob distortion of the camera model (rendered on a pinhole
   canvas with a margin, then remapped), vignetting, exposure, sensor noise.
 
+:func:`shown_fractions` draws the same items as labels: the share of each actor's silhouette that
+the frame shows, the camera's visibility in the scenarios' ground truth.
+
 Speed: the static parts (graded background, distortion maps, vignetting, noise bank) are cached
 per camera and look; a 1920×1080 frame is drawn in about 0.1 s on one core (README, scenarios).
-Limits (plainly): flat-shaded boxes (no curved bodies, no textures beyond colour bands), a flat
+Known defect: the frame is drawn 1.5 px right of and below where the camera's K puts it
+(:func:`_canvas`); the shipped detector learned it, so it stays until one is retrained. Limits
+(plainly): flat-shaded boxes (no curved bodies, no textures beyond colour bands), a flat
 road, one sun without sky light or reflections, no motion blur, rolling shutter or rain.
 """
 
