@@ -186,6 +186,15 @@ class FusionParams:
         default=1.0,
         low=0.0,
     )
+    camera_ray_ratio: float = param(
+        'a camera detection that no track takes does not start one when it lies on the line '
+        "of sight of a confirmed track of its class (within 3 bearing stds and half the class's "
+        "width) at a range within this factor of that track's: the same object with its "
+        'monocular depth off (a post partly hidden by what stands before it, its box cut short, '
+        'placed metres too far), not a second one beside it (1: off)',
+        default=1.35,
+        low=1.0,
+    )
     camera_birth_score: float = param(
         'a camera detection below this score updates tracks but does not start one',
         default=0.5,
@@ -662,11 +671,22 @@ class FusionEngine:
         births = self.camera_birth_range(stamp_ns)
         dets = self.camera_block(cams, (ox, oy, oyaw), birth_range_m=births)
         views = [self.geometry] + [geo for geo, _ in extra]
+        blocks = [dets.block]
         if extra:
-            blocks = [dets.block] + [
+            blocks += [
                 self.camera_block(more, (ox, oy, oyaw), geo, births).block for geo, more in extra
             ]
             dets = Detections(np.concatenate(blocks))
+        # Each detection's camera in odom: the line of sight it was seen along.
+        eyes = np.concatenate(
+            [
+                np.tile((ox + c * geo.x - s * geo.y, oy + s * geo.x + c * geo.y), (len(b), 1))
+                for geo, b in zip(views, blocks, strict=True)
+            ]
+        )
+
+        def veto(d: Detections, idx: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+            return self.on_a_track_s_ray(d.block[idx], eyes[idx])
 
         def covers(xy: npt.NDArray[np.float64]) -> npt.NDArray[np.bool_]:
             dx, dy = xy[:, 0] - ox, xy[:, 1] - oy
@@ -683,7 +703,35 @@ class FusionEngine:
             return ok
 
         # Position-only detections need no ego speed to start a track (radar ones do).
-        self.tracker.step(stamp_ns, dets, birth=True, covers=covers)
+        self.tracker.step(stamp_ns, dets, birth=True, covers=covers, veto=veto)
+
+    def on_a_track_s_ray(
+        self, block: npt.NDArray[np.float64], eyes: npt.NDArray[np.float64]
+    ) -> npt.NDArray[np.bool_]:
+        """Which camera detections (rows of a detections block, each seen from its camera at
+        ``eyes``, odom) lie on the line of sight of a confirmed track of their class, at a range
+        within ``camera_ray_ratio`` of its range (see that parameter)."""
+        p, tr = self.p, self.tracker
+        conf = np.flatnonzero(tr.is_confirmed)
+        if p.camera_ray_ratio <= 1.0 or not len(conf) or not len(block):
+            return np.zeros(len(block), bool)
+        cls = np.argmax(tr.votes[conf], axis=1)
+        dv = block[:, tk.DXY : tk.DXY + 2] - eyes  # (n, 2)
+        tv = tr.x[conf, None, :2] - eyes[None, :, :]  # (m, n, 2)
+        d_rng = np.hypot(dv[:, 0], dv[:, 1])
+        t_rng = np.maximum(np.hypot(tv[..., 0], tv[..., 1]), 0.1)
+        turn = np.arctan2(dv[:, 1], dv[:, 0]) - np.arctan2(tv[..., 1], tv[..., 0])
+        turn = (turn + math.pi) % (2.0 * math.pi) - math.pi
+        tol = 3.0 * p.camera_bearing_std + 0.5 * _SIZES[cls, 1, None] / t_rng
+        q = d_rng / t_rng
+        hit = (
+            (np.abs(turn) <= tol)
+            & (q <= p.camera_ray_ratio)
+            & (q * p.camera_ray_ratio >= 1.0)
+            & (block[:, tk.DCLS] == cls[:, None])
+        )
+        out: npt.NDArray[np.bool_] = hit.any(axis=0)
+        return out
 
     def camera_score(
         self, x: float, y: float, evidence: npt.NDArray[Any] | None, input_hw: tuple[int, int]

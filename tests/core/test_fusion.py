@@ -426,3 +426,32 @@ def test_a_rig_camera_places_its_detections_through_its_mounting() -> None:
         FusionParams(
             extra_camera_x=(1.0,), extra_camera_y=(0.0,), extra_camera_height=(1.0,)
         ).check()
+
+
+@pytest.mark.parametrize('ratio', [1.35, 1.0])
+def test_a_detection_on_a_track_s_line_of_sight_does_not_start_a_second_track(
+    ratio: float,
+) -> None:
+    """A car tracked at 20 m; in a later frame, beside its own detection, one on the same ray at
+    25 m (its depth off, as a partly hidden object's is) starts no track: counted as vetoed. One
+    at 25 m on another bearing, and one on the same ray at twice the range (an object behind),
+    do. With camera_ray_ratio 1 the rule is off."""
+    from rt_fusion.core.perception.decoders import CameraDetection, DecoderSpec  # noqa: PLC0415
+
+    p = FusionParams(ego_speed_mps=0.0, camera_ray_ratio=ratio)
+    engine = FusionEngine(p)
+    engine.set_decoder(DecoderSpec.from_dict({'type': 'centernet', 'classes': ['car']}, 'test'))
+
+    def det(u: float, depth: float) -> CameraDetection:
+        return CameraDetection(0, 0.9, (u - 20.0, 180.0, u + 20.0, 200.0), (u, 195.0), depth)
+
+    for k in range(4):
+        engine._track_camera(T0 + k * 33_333_333, [det(400.0, 20.0)], 640)
+    assert engine.tracker.is_confirmed.tolist() == [True]
+    same_ray, beside, behind = det(400.0, 25.0), det(200.0, 25.0), det(400.0, 40.0)
+    engine._track_camera(T0 + 4 * 33_333_333, [det(400.0, 20.0), same_ray, beside, behind], 640)
+    started = len(engine.tracker) - 1
+    assert (started, engine.tracker.vetoed) == ((2, 1) if ratio > 1.0 else (3, 0))
+    block = engine.camera_block([same_ray, beside, behind], (0.0, 0.0, 0.0)).block
+    eyes = np.tile((p.camera_x, 0.0), (3, 1))
+    assert engine.on_a_track_s_ray(block, eyes).tolist() == [ratio > 1.0, False, False]

@@ -294,6 +294,7 @@ class Tracker:
         self._next_id = 1
         self.stamp_ns = 0
         self.births = 0
+        self.vetoed = 0  # unassigned detections a step's veto kept from starting a track
         self.deaths = 0
         self.revivals = 0  # new tracks that took a lost track's id (see _revive)
         self._revive_ns = round(p.revive_s * 1e9)
@@ -451,11 +452,14 @@ class Tracker:
         detections: Sequence[Detection] | Detections,
         birth: bool = True,
         covers: Callable[[F64], BOOL] | None = None,
+        veto: Callable[[Detections, I64], BOOL] | None = None,
     ) -> None:
         """One scan: predict, associate, update, confirm, delete, merge, birth (``birth``:
         whether unassigned detections may start tracks; not while the ego speed is unknown;
         ``covers``: which tracks the sensor could have seen, given their (n, 2) predicted
-        positions in odom; None: all of them)."""
+        positions in odom; None: all of them; ``veto``: given the detections and the indices of
+        those nobody took that may start a track, which of them must not (counted in
+        ``vetoed``))."""
         d = detections if isinstance(detections, Detections) else Detections.of(detections)
         self.predict(stamp_ns)
         rows, cols = self._associate(d)
@@ -481,8 +485,13 @@ class Tracker:
             if self._revive_ns > 0:
                 self._bury(remove, stamp_ns)
             self._keep(~remove)
-        if free.any():
-            self._birth(d, np.flatnonzero(free), stamp_ns)
+        idx = np.flatnonzero(free)
+        if len(idx) and veto is not None:
+            no = np.asarray(veto(d, idx), dtype=bool)
+            self.vetoed += int(no.sum())
+            idx = idx[~no]
+        if len(idx):
+            self._birth(d, idx, stamp_ns)
 
     def _bury(self, remove: BOOL, stamp_ns: int) -> None:
         """Keeps the confirmed tracks among ``remove`` that were lost (no placing hit for too
