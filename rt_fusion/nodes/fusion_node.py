@@ -898,6 +898,7 @@ class FusionNode(node_utils.DeviceNode):
             'tracker_kernels': self.engine.tracker.k.name,
             'camera_detections': len(self.engine.camera_detections),
             'tracks_all': len(self.engine.tracker),
+            'camera_births_vetoed': self.engine.tracker.vetoed,
             'emergency_track': ''
             if self.engine.emergency_id is None
             else self.engine.emergency_id,
