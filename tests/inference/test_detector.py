@@ -103,12 +103,20 @@ def test_the_depth_error_table_pairs_each_object_with_the_detection_on_its_beari
 def test_training_runs_end_to_end_and_exports_a_loadable_model(tmp_path: Path) -> None:
     tool = str(ROOT / 'tools' / 'train_detector.py')
     run = [sys.executable, tool]
+    small = ['--frames', '16', '--epochs', '1', '--batch', '4', '--workers', '2']
+    data = tmp_path / 'data'  # rendered once (e.g. while another run trains), read back
+    rendered = subprocess.run(
+        [*run, *small, '--data', str(data), '--data-only'],
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert rendered.returncode == 0, rendered.stderr[-2000:]
+    assert (data / 'images.npy').is_file() and 'written to' in rendered.stdout
     train = subprocess.run(
-        [*run, '--out', str(tmp_path), '--frames', '16', '--epochs', '1', '--batch', '4',
-         '--workers', '2'],
+        [*run, '--out', str(tmp_path), *small, '--data', str(data)],
         capture_output=True, text=True, timeout=600, check=False,
     )  # fmt: skip
     assert train.returncode == 0, train.stderr[-2000:]
+    assert f'data: read from {data}' in train.stdout
     assert train.stdout.splitlines()[-1].startswith('RESULT frames=')
     assert (tmp_path / 'loss.png').stat().st_size > 0
     exported = subprocess.run(

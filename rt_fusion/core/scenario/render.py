@@ -438,21 +438,19 @@ def _canvas(cam: CameraModel) -> tuple[CameraModel, Any, Any, npt.NDArray[np.flo
         np.arange(0, cam.height + step, step, dtype=np.float64),
     )
     src = cam.undistort(np.stack([gu.ravel(), gv.ravel()], axis=1)) + np.array([mx, my])
-    mapx = cv2.resize(
-        src[:, 0].reshape(gu.shape).astype(np.float32),
-        (gu.shape[1] * step, gu.shape[0] * step),
-        interpolation=cv2.INTER_LINEAR,
-    )[: cam.height, : cam.width]
-    mapy = cv2.resize(
-        src[:, 1].reshape(gu.shape).astype(np.float32),
-        (gu.shape[1] * step, gu.shape[0] * step),
-        interpolation=cv2.INTER_LINEAR,
-    )[: cam.height, : cam.width]
-    # Known defect: cv2.resize aligns pixel centres, not grid points, so the map sits 1.5 px (a
-    # 3/8 grid step) off the exact one and the whole frame is drawn 1.5 px right of and below
-    # where camera_info puts it. The shipped detector learned the shift (on an exact map it
-    # scores 0.55 / 0.50 camera-only); the fix waits for a detector retrained on exact frames
-    # (tests/core/scenario/test_render.py, the strict xfail; models/rtf_centernet.md).
+    # Output pixel u sits at grid position u / step: sample the grid there (bilinear). A
+    # cv2.resize would align pixel centres instead and draw the frame 1.5 px off its camera_info.
+    to_grid = np.array([[1.0 / step, 0.0, 0.0], [0.0, 1.0 / step, 0.0]])
+    mapx, mapy = (
+        cv2.warpAffine(
+            src[:, k].reshape(gu.shape).astype(np.float32),
+            to_grid,
+            (cam.width, cam.height),
+            flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
+            borderMode=cv2.BORDER_REPLICATE,
+        )
+        for k in (0, 1)
+    )
     m1, m2 = cv2.convertMaps(np.ascontiguousarray(mapx), np.ascontiguousarray(mapy), cv2.CV_16SC2)
     yy, xx = np.mgrid[0 : cam.height, 0 : cam.width]
     r2 = ((xx - cam.cx) / cam.fx) ** 2 + ((yy - cam.cy) / cam.fy) ** 2
