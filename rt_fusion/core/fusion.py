@@ -722,7 +722,8 @@ class FusionEngine:
         t_rng = np.maximum(np.hypot(tv[..., 0], tv[..., 1]), 0.1)
         turn = np.arctan2(dv[:, 1], dv[:, 0]) - np.arctan2(tv[..., 1], tv[..., 0])
         turn = (turn + math.pi) % (2.0 * math.pi) - math.pi
-        tol = 3.0 * p.camera_bearing_std + 0.5 * _SIZES[cls, 1, None] / t_rng
+        width = _SIZES[np.minimum(cls, len(_SIZES) - 1), 1]  # (class ids past the table: its last)
+        tol = 3.0 * p.camera_bearing_std + 0.5 * width[:, None] / t_rng
         q = d_rng / t_rng
         hit = (
             (np.abs(turn) <= tol)
