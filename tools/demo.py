@@ -260,6 +260,10 @@ class Probe:
                 'objects': [
                     (o.position.x, o.position.y, o.object_class, o.sources) for o in m.objects
                 ],
+                'tracks': [
+                    (o.id, o.position.x, o.position.y, o.velocity.x, o.velocity.y, o.object_class)
+                    for o in m.objects
+                ],
             }
         )
 
@@ -817,6 +821,38 @@ def extra_cameras(args: argparse.Namespace) -> tuple[str, ...]:
     return RIG[1 : args.cameras]
 
 
+def quality(folder: Path, probe: Probe) -> dict[str, Any] | None:
+    """The fused objects scored against the scenario's ground truth (``tools/evaluate.py``'s
+    metrics, on the objects a sensor sees), over the frames the graph fused; None without a
+    ground truth (a recording) or when its stamps cannot be lined up with the outputs'. The
+    replay restamps onto the host clock, so an output's stamp is its frame's in the truth plus
+    one offset: the one that puts the most output stamps on truth stamps."""
+    import json  # noqa: PLC0415
+
+    from rt_fusion.core import evaluation as ev  # noqa: PLC0415
+
+    path = folder / 'ground_truth.json'
+    fused = probe.objects['fusion']
+    if not path.is_file() or not fused:
+        return None
+    truth = ev.truth_frames(json.loads(path.read_text()))
+    stamps = set(truth)
+    got = sorted({m['stamp_ns'] for m in fused})
+    candidates = {g - t for g in got[:5] for t in stamps}
+    offset = max(candidates, key=lambda off: sum(g - off in stamps for g in got))
+    by_stamp = {m['stamp_ns'] - offset: m for m in fused}
+    frames = [
+        ev.Frame(t, objs, [ev.OutputObject(*o) for o in by_stamp[t]['tracks']])
+        for t, objs in sorted(truth.items())
+        if t in by_stamp
+    ]
+    if len(frames) < 0.9 * len(by_stamp):
+        return None  # the stamps do not line up: no score rather than a wrong one
+    metrics = ev.score_perception(frames, visible_only=True)
+    metrics['frames_scored'] = len(frames)
+    return metrics
+
+
 def scene_png(path: Path, probe: Probe) -> None:
     """Bird's-eye view: the fused objects over the run and the plans."""
     import matplotlib  # noqa: PLC0415
@@ -996,6 +1032,21 @@ def main(argv: list[str] | None = None) -> int:
         f'{np.mean([len(m["objects"]) for m in fused_all]) if fused_all else 0:.1f}; the first '
         f'{args.warmup_frames} frames of each run (start-up) are left out of the table'
     )
+    scores = (
+        {name: quality(args.out / 'scenario', probe) for name, (probe, _b, _g) in runs.items()}
+        if args.source == 'scenario'
+        else {}
+    )
+    for name, q in scores.items():
+        if q is None:
+            report.console.print(f'{name}: quality not scored (no ground truth lined up)')
+            continue
+        report.console.print(
+            f'{name} quality against the ground truth ({q["frames_scored"]} fused frames, '
+            f'objects a sensor sees, 2 m gate): precision {q["precision"]:.3f}, recall '
+            f'{q["recall"]:.3f}, MOTA {q["mota"]:.3f}, id switches {q["id_switches"]}, '
+            f'position error {q["pos_err_m"]:.2f} m, class accuracy {q["class_accuracy"]:.3f}'
+        )
     ledgers = {name: frame_ledger(probe) for name, (probe, _bad, _graph) in runs.items()}
     report.console.print(ledger_table(ledgers))
     stages = {name: probe.stages for name, (probe, _bad, _graph) in runs.items()}
@@ -1035,6 +1086,7 @@ def main(argv: list[str] | None = None) -> int:
             'latency': rows,
             'failed': failed,
             'frame_ledger': ledgers,
+            'quality': scores,
             'fusion_stages': stages,
             'samples_ns': samples,
         },
@@ -1080,6 +1132,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.source == 'scenario'
         else 'video',
         cameras=args.cameras if args.source == 'scenario' else 1,
+        precision=(scores.get('rt_fusion') or {}).get('precision', nan),
+        recall=(scores.get('rt_fusion') or {}).get('recall', nan),
     )
     e2e = samples['rt_fusion'][e2e_name]
     # Frames dropped by a configured bound (the aligner's queue behind a slow CPU detector, a ring

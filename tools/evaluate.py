@@ -314,32 +314,8 @@ def load_truth(folder: Path) -> dict[str, Any] | None:
     return json.loads(path.read_text()) if path.is_file() else None
 
 
-def truth_frames(
-    truth: dict[str, Any], sensors: tuple[str, ...] = SENSORS['fused']
-) -> dict[int, list[ev.TruthObject]]:
-    """Truth per camera stamp, in base_link, velocities over ground rotated into it; an object
-    is ``visible`` when one of ``sensors`` sees it."""
-    out = {}
-    for frame in truth['frames']:
-        yaw = frame['ego']['yaw']
-        c, s = math.cos(yaw), math.sin(yaw)
-        objs = []
-        for o in frame['objects']:
-            vis = o.get('visible', {'camera': True, 'radar': True})
-            objs.append(
-                ev.TruthObject(
-                    int(o['id']),
-                    float(o['ego_x']),
-                    float(o['ego_y']),
-                    c * o['vx'] + s * o['vy'],
-                    -s * o['vx'] + c * o['vy'],
-                    # a vehicle with its siren on is an emergency vehicle (the truth bag's class)
-                    ev.EMERGENCY if o.get('siren') else CLASS_BY_NAME.get(o['class'], ev.UNKNOWN),
-                    any(bool(vis.get(name, False)) for name in sensors),
-                )
-            )
-        out[int(frame['stamp_ns'])] = objs
-    return out
+#: Truth per camera stamp (the core's, here under its old name for callers of this tool).
+truth_frames = ev.truth_frames
 
 
 def actor_tracks(truth: dict[str, Any]) -> list[ev.ActorTrack]:

@@ -562,3 +562,32 @@ def score_driving(
         'final_speed_mps': float(speed[-1]),
         'stopped': bool(speed[-1] <= stopped_mps),
     }
+
+
+def truth_frames(
+    truth: dict[str, Any], sensors: tuple[str, ...] = ('camera', 'radar')
+) -> dict[int, list[TruthObject]]:
+    """Truth per camera stamp, in base_link, velocities over ground rotated into it; an object
+    is ``visible`` when one of ``sensors`` sees it (``truth``: a generated scenario's
+    ``ground_truth.json``)."""
+    out: dict[int, list[TruthObject]] = {}
+    for frame in truth['frames']:
+        yaw = frame['ego']['yaw']
+        c, s = math.cos(yaw), math.sin(yaw)
+        objs = []
+        for o in frame['objects']:
+            vis = o.get('visible', {'camera': True, 'radar': True})
+            objs.append(
+                TruthObject(
+                    int(o['id']),
+                    float(o['ego_x']),
+                    float(o['ego_y']),
+                    c * o['vx'] + s * o['vy'],
+                    -s * o['vx'] + c * o['vy'],
+                    # a vehicle with its siren on is an emergency vehicle (the truth bag's class)
+                    EMERGENCY if o.get('siren') else CLASS_CODES.get(o['class'], UNKNOWN),
+                    any(bool(vis.get(name, False)) for name in sensors),
+                )
+            )
+        out[int(frame['stamp_ns'])] = objs
+    return out

@@ -8,6 +8,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import ROOT, ros_env, shared_file
 
 # The graph without the CPU detector: what these tests check (every process, the frame ledger,
@@ -93,6 +95,12 @@ def test_the_default_scenario_demo_needs_nothing_outside_the_repository(tmp_path
     res = json.loads((out / 'results.json').read_text())
     assert res['failed'] == [] and res['plans'] > 0
     assert (out / 'scenario' / 'bag' / 'metadata.yaml').exists()
+    # Quality against the scenario's ground truth, the restamped outputs lined up with it (the
+    # detector is off here: the radar's tracks; a loose floor, not the evaluation's figures).
+    q = res['quality']['rt_fusion']
+    assert q is not None and q['frames_scored'] >= 45, q
+    assert q['precision'] >= 0.8 and q['recall'] >= 0.5, q
+    assert float(fields['precision']) == pytest.approx(q['precision'], abs=1e-3)
     # Every frame accounted for, stage by stage; the conventional graph's losses are shown.
     ours, conventional = res['frame_ledger']['rt_fusion'], res['frame_ledger']['conventional']
     assert ours['unexplained'] == {} and ours['committed'] >= 86
