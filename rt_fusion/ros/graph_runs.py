@@ -5,6 +5,7 @@ camera frames through the graph.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -27,8 +28,9 @@ def scenario_bag(
 ) -> tuple[Path, float]:
     """The bag of scenario ``name`` (built-in under ``scenarios``, or a YAML path) with
     ``cameras`` cameras (1, or 4: the surround rig) of ``resolution`` (width, height),
-    generated into ``out`` once per name, length, resolution and cameras (seed 0); returns it
-    and the ego's speed.
+    generated into ``out`` once per name, length, resolution, cameras (seed 0) and generator
+    code (the scenario package's sources: a renderer fix regenerates it); returns it and the
+    ego's speed.
 
     Raises:
         ScenarioError: an unknown scenario or a bad description.
@@ -48,8 +50,14 @@ def scenario_bag(
         'camera_size': list(resolution),
         'cameras': cameras,
     }
-    fresh = truth.exists() and all(
-        json.loads(truth.read_text()).get(k) == v for k, v in key.items()
+    sources = sorted(Path(library.__file__).parent.glob('*.py'))
+    code = hashlib.sha256(b''.join(p.read_bytes() for p in sources)).hexdigest()
+    stamp = out / '.generator_code'
+    fresh = (
+        truth.exists()
+        and all(json.loads(truth.read_text()).get(k) == v for k, v in key.items())
+        and stamp.is_file()
+        and stamp.read_text() == code
     )
     if not fresh:
         shutil.rmtree(out, ignore_errors=True)
@@ -60,6 +68,7 @@ def scenario_bag(
         # The frames rendered on every CPU (the same bag as on one).
         workers = min(os.cpu_count() or 1, 16)
         generate(scenario, seconds, 0, out, camera=camera, cameras=cameras, workers=workers)
+        stamp.write_text(code)
     return out / 'bag', float(scenario['ego'].get('speed', 0.0))
 
 
