@@ -65,7 +65,7 @@ import numpy as np
 import yaml
 
 from rt_fusion.core import evaluation as ev
-from rt_fusion.core.scenario.generate import generate
+from rt_fusion.core.scenario.generate import code_digest, generate
 from rt_fusion.core.scenario.sensors import CameraModel
 from rt_fusion.ros import compat, launching
 from rt_fusion_tools import report
@@ -867,10 +867,9 @@ def make_bag(
     folder = out / run_name(name, seed, args.seconds) / 'scenario'
     # Reused only when made by this very generator from this very description: a bag from an
     # older generator scored against today's baseline is a false regression.
-    sources = sorted((ROOT / 'rt_fusion' / 'core' / 'scenario').glob('*.py'))
     key = hashlib.sha256(
         json.dumps([scenario, seed, args.seconds, list(args.camera)], sort_keys=True).encode()
-        + b''.join(p.read_bytes() for p in sources)
+        + code_digest().encode()
     ).hexdigest()
     stamp = folder / '.generator_key'
     if load_truth(folder) is None or not stamp.is_file() or stamp.read_text() != key:

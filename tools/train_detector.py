@@ -209,11 +209,12 @@ def cached_data(
     while this one trains."""
     import hashlib  # noqa: PLC0415
 
+    from rt_fusion.core.scenario import generate as gen  # noqa: PLC0415
+
     names = ('images', 'heat', 'idx', 'reg', 'mask')
     code = hashlib.sha256()
-    sources = sorted((ROOT / 'rt_fusion' / 'core' / 'scenario').glob('*.py'))
-    for src in [*sources, Path(__file__)]:
-        code.update(src.read_bytes())
+    code.update(gen.code_digest().encode())
+    code.update(Path(__file__).read_bytes())
     key = {
         'code': code.hexdigest(),
         'base': base,

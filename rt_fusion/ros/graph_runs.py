@@ -5,7 +5,6 @@ camera frames through the graph.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -37,7 +36,7 @@ def scenario_bag(
         ValueError: a resolution the camera model does not take (``CameraModel.sized``).
     """
     from rt_fusion.core.scenario import library  # noqa: PLC0415
-    from rt_fusion.core.scenario.generate import generate  # noqa: PLC0415
+    from rt_fusion.core.scenario.generate import code_digest, generate  # noqa: PLC0415
     from rt_fusion.core.scenario.sensors import CameraModel  # noqa: PLC0415
 
     scenario = library.load(name, scenarios)
@@ -50,8 +49,7 @@ def scenario_bag(
         'camera_size': list(resolution),
         'cameras': cameras,
     }
-    sources = sorted(Path(library.__file__).parent.glob('*.py'))
-    code = hashlib.sha256(b''.join(p.read_bytes() for p in sources)).hexdigest()
+    code = code_digest()
     stamp = out / '.generator_code'
     fresh = (
         truth.exists()

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures
+import hashlib
 import heapq
 import json
 import math
@@ -37,6 +38,16 @@ from rt_fusion.core.scenario.render import Look, render, shown_fractions
 from rt_fusion.core.scenario.world import World, build_world, ego_frame
 
 T0_NS = 1_700_000_000 * 10**9
+
+
+def code_digest() -> str:
+    """SHA-256 of this package's sources (world, render, sensors, this file ...): what a
+    generated scenario or rendered training set depends on besides its description and seed;
+    kept beside them so that a renderer fix regenerates them."""
+    sources = sorted(Path(__file__).parent.glob('*.py'))
+    return hashlib.sha256(b''.join(p.read_bytes() for p in sources)).hexdigest()
+
+
 RENDER_CHUNK = 6  # camera frames per task of a rendering pool
 CAMERA_HZ = 30.0
 TRUTH_ODOM_HZ = 50.0
