@@ -257,10 +257,8 @@ class Probe:
                 ),
                 'inputs_complete_ns': m.inputs_complete_ns,
                 'published_ns': m.published_ns,
+                # (id, x, y, vx, vy, class): an evaluation OutputObject's fields
                 'objects': [
-                    (o.position.x, o.position.y, o.object_class, o.sources) for o in m.objects
-                ],
-                'tracks': [
                     (o.id, o.position.x, o.position.y, o.velocity.x, o.velocity.y, o.object_class)
                     for o in m.objects
                 ],
@@ -842,7 +840,7 @@ def quality(folder: Path, probe: Probe) -> dict[str, Any] | None:
     offset = max(candidates, key=lambda off: sum(g - off in stamps for g in got))
     by_stamp = {m['stamp_ns'] - offset: m for m in fused}
     frames = [
-        ev.Frame(t, objs, [ev.OutputObject(*o) for o in by_stamp[t]['tracks']])
+        ev.Frame(t, objs, [ev.OutputObject(*o) for o in by_stamp[t]['objects']])
         for t, objs in sorted(truth.items())
         if t in by_stamp
     ]
@@ -866,7 +864,7 @@ def scene_png(path: Path, probe: Probe) -> None:
         t0 = msgs[0]['stamp_ns']
         xs, ys, ts = [], [], []
         for m in msgs:
-            for x, y, _cls, _src in m['objects']:
+            for _id, x, y, *_rest in m['objects']:
                 xs.append(x)
                 ys.append(y)
                 ts.append((m['stamp_ns'] - t0) / 1e9)
