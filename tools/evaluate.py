@@ -305,17 +305,11 @@ class Collector:
 
 # --- truth ---------------------------------------------------------------------------------------
 
-CLASS_BY_NAME = ev.CLASS_CODES
-
 
 def load_truth(folder: Path) -> dict[str, Any] | None:
     """``ground_truth.json`` beside the bag (a generated scenario), else None."""
     path = folder / 'ground_truth.json'
     return json.loads(path.read_text()) if path.is_file() else None
-
-
-#: Truth per camera stamp (the core's, here under its old name for callers of this tool).
-truth_frames = ev.truth_frames
 
 
 def actor_tracks(truth: dict[str, Any]) -> list[ev.ActorTrack]:
@@ -579,8 +573,8 @@ def score(
     by_stamp = {o['stamp_ns']: o for o in rec['objects']}
     ablation = tuple(sensors) != SENSORS['fused']
     any_sensor: list[ev.Frame] = []
-    everything = truth_frames(truth) if ablation else {}
-    for stamp, objs in sorted(truth_frames(truth, sensors).items()):
+    everything = ev.truth_frames(truth) if ablation else {}
+    for stamp, objs in sorted(ev.truth_frames(truth, sensors).items()):
         got = by_stamp.get(stamp)
         outputs = (
             [ev.OutputObject(i, x, y, vx, vy, c) for i, x, y, vx, vy, c in got['objects']]

@@ -164,7 +164,8 @@ def test_an_ablation_is_scored_on_what_its_own_sensor_sees() -> None:
     """An object only the radar sees is visible to the fused and the radar-only runs, not a
     camera-only miss; one only the camera sees is not a radar-only miss."""
     sys.path.insert(0, str(ROOT))
-    from tools.evaluate import SENSORS, truth_frames  # noqa: PLC0415
+    from rt_fusion.core.evaluation import truth_frames  # noqa: PLC0415
+    from tools.evaluate import SENSORS  # noqa: PLC0415
 
     def obj(oid: int, camera: bool, radar: bool) -> dict[str, Any]:
         return {
