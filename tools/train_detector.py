@@ -241,8 +241,16 @@ def cached_data(
 # --- model ------------------------------------------------------------------------------------
 
 
-def build_model() -> Any:
-    """A small encoder-decoder (stride 32 -> 4) with one 3x3 + 1x1 head: ~0.7 M parameters."""
+#: Stages (``s8``, ``s16``, ``s32``) that may carry an extra residual block (``--extra-blocks``).
+STAGES = {'s8': 64, 's16': 96, 's32': 128}
+
+
+def build_model(extra: tuple[str, ...] = ()) -> Any:
+    """A small encoder-decoder (stride 32 -> 4) with one 3x3 + 1x1 head: ~0.7 M parameters.
+
+    ``extra``: stages given one more residual block each (two 3x3 convolutions), its last
+    batch norm's scale zeroed so that the block starts as the identity: a model grown from
+    trained weights computes what they computed until training moves the new block."""
     import torch  # noqa: PLC0415
     from torch import nn  # noqa: PLC0415
 
@@ -251,9 +259,25 @@ def build_model() -> Any:
             nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(True)
         )
 
+    class Residual(nn.Module):
+        def __init__(self, c: int) -> None:
+            super().__init__()
+            last = nn.BatchNorm2d(c)
+            nn.init.zeros_(last.weight)
+            self.body = nn.Sequential(conv(c, c), nn.Conv2d(c, c, 3, 1, 1, bias=False), last)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            out: torch.Tensor = nn.functional.relu(x + self.body(x))
+            return out
+
+    unknown = set(extra) - set(STAGES)
+    if unknown:
+        raise ValueError(f'--extra-blocks: no stage {sorted(unknown)} (stages: {list(STAGES)})')
+
     class Net(nn.Module):
         def __init__(self) -> None:
             super().__init__()
+            self.extra = nn.ModuleDict({k: Residual(c) for k, c in STAGES.items() if k in extra})
             self.s2 = nn.Sequential(conv(3, 24, 2), conv(24, 24))
             self.s4 = nn.Sequential(conv(24, 32, 2), conv(32, 32))
             self.s8 = nn.Sequential(conv(32, 64, 2), conv(64, 64))
@@ -271,14 +295,20 @@ def build_model() -> Any:
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             up = nn.functional.interpolate
             x4 = self.s4(self.s2(x))
-            x8 = self.s8(x4)
-            x16 = self.s16(x8)
-            x32 = self.s32(x16)
+            x8 = self._grown('s8', self.s8(x4))
+            x16 = self._grown('s16', self.s16(x8))
+            x32 = self._grown('s32', self.s32(x16))
             y = self.u16(torch.cat([up(x32, scale_factor=2.0, mode='nearest'), x16], 1))
             y = self.u8(torch.cat([up(y, scale_factor=2.0, mode='nearest'), x8], 1))
             y = self.u4(torch.cat([up(y, scale_factor=2.0, mode='nearest'), x4], 1))
             out: torch.Tensor = self.head(y)
             return out
+
+        def _grown(self, stage: str, x: torch.Tensor) -> torch.Tensor:
+            if stage in self.extra:
+                grown: torch.Tensor = self.extra[stage](x)
+                return grown
+            return x
 
     return Net()
 
@@ -337,10 +367,13 @@ def train(args: argparse.Namespace) -> None:
     mask = torch.from_numpy(data['mask']).to(dev)
     mean = torch.tensor(MEAN, device=dev).view(1, 3, 1, 1)
     std = torch.tensor(STD, device=dev).view(1, 3, 1, 1)
-    model = build_model()
+    model = build_model(args.extra_blocks)
     if args.init is not None:  # fine-tuning: a weights.pt, or the TorchScript of a shipped model
-        model.load_state_dict(_init_state(args.init))
-        print(f'weights from {args.init}', flush=True)
+        # Grown (--extra-blocks): the new blocks start as the identity, all else is loaded.
+        missing, unexpected = model.load_state_dict(_init_state(args.init), strict=False)
+        if unexpected or any(not k.startswith('extra.') for k in missing):
+            raise SystemExit(f'--init {args.init}: not this network ({missing + unexpected})')
+        print(f'weights from {args.init}' + (f', new: {missing}' if missing else ''), flush=True)
     model = model.to(dev).to(memory_format=torch.channels_last)
     params = sum(p.numel() for p in model.parameters())
     steps_per_epoch = n // args.batch
@@ -410,6 +443,7 @@ def train(args: argparse.Namespace) -> None:
             'history': history,
             'input_hw': list(INPUT_HW),
             'views': list(VIEWS),
+            'extra_blocks': list(args.extra_blocks),
         },
         out / 'weights.pt',
     )
@@ -430,6 +464,7 @@ def train(args: argparse.Namespace) -> None:
         'camera': f'{CAMERA_WH[0]}x{CAMERA_WH[1]}',
         'views': ','.join(f'{v:g}' for v in VIEWS),
         'far_weight_m': FAR_WEIGHT_M,
+        'extra_blocks': ','.join(args.extra_blocks),
         'device': torch.cuda.get_device_name() if dev.type == 'cuda' else 'cpu',
         'final_loss': history[-1] if history else {},
     }
@@ -497,7 +532,7 @@ def export(weights: Path, models: Path, name: str) -> Path:
     ckpt = torch.load(weights, map_location='cpu', weights_only=False)
     h, w = ckpt.get('input_hw', INPUT_HW)
     set_input((int(h), int(w)))
-    model = build_model()
+    model = build_model(tuple(ckpt.get('extra_blocks', ())))
     model.load_state_dict(ckpt['state_dict'])
     model.eval()
     x = torch.zeros(1, 3, *INPUT_HW)
@@ -858,6 +893,13 @@ def main(argv: list[str] | None = None) -> int:
         default=VIEWS,
         help='each rendered frame in these views: 1 the whole frame, z > 1 its centre zoomed z '
         'times as the fusion node cuts it (e.g. 1,1.5,3; default 1); --frames counts them all',
+    )
+    parser.add_argument(
+        '--extra-blocks',
+        type=lambda text: tuple(v for v in text.split(',') if v),
+        default=(),
+        help=f'stages ({",".join(STAGES)}) grown by one residual block each, starting as the '
+        'identity (with --init: the trained network grown, then fine-tuned)',
     )
     args = parser.parse_args(argv)
     if args.data_only and args.data is None:

@@ -147,6 +147,27 @@ def test_fine_tuning_starts_from_the_shipped_model_s_weights() -> None:
         assert torch.equal(value, traced[name]), name
 
 
+def test_a_grown_network_starts_as_the_trained_one() -> None:
+    """--extra-blocks: the shipped weights load into a network grown by a residual block per
+    named stage (only the new blocks' parameters missing), and it computes what the shipped
+    one computes until training moves the new blocks; an unknown stage is refused by name."""
+    import torch  # noqa: PLC0415
+
+    from tools import train_detector as td  # noqa: PLC0415
+
+    state = td._init_state(ROOT / 'models' / 'rtf_centernet.ts')
+    plain = td.build_model()
+    plain.load_state_dict(state)
+    grown = td.build_model(('s16', 's32'))
+    missing, unexpected = grown.load_state_dict(state, strict=False)
+    assert not unexpected and missing and all(k.startswith('extra.s') for k in missing)
+    x = torch.randn(1, 3, 96, 160, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        assert torch.equal(plain.eval()(x), grown.eval()(x))
+    with pytest.raises(ValueError, match='s64'):
+        td.build_model(('s64',))
+
+
 def test_a_zoomed_training_view_is_labelled_as_the_runtime_maps_it_back() -> None:
     """``--views``: an object labelled in a zoomed view's crop (keypoint resized to the input,
     depth divided by the factor), decoded there and mapped back by the fusion node's
