@@ -9,12 +9,13 @@
 Each run's camera frames are rendered as the scenario generator renders them (its look, its
 sensor noise model, JPEG at the bag's quality 90) and run once through the detector as the fusion
 node runs it (the model spec with ONNX Runtime on the CPU, the zoomed view, the decoder); the
-detections are kept in a cache (``--cache``, keyed by the model's ONNX file, the scenario, the
-seed, the length and the zoom). Then the fusion core (:class:`FusionEngine`, built from the same
-parameter file as the fusion node, ``--set`` overriding any ``fusion.`` or ``tracker.``
-parameter) takes every frame's detections with the true ego motion as a perfect IMU and wheel
-speed, and its tracks are scored against the truth as ``tools/evaluate.py`` scores a
-``camera_only`` run (:func:`rt_fusion.core.evaluation.score_perception`).
+detections are kept in a cache (``--cache``, keyed by the model's ONNX and spec files, the
+scenario code's digest, the scenario, the seed, the length and the zoom). Then the fusion core
+(:class:`FusionEngine`, built from the same parameter file as the fusion node, ``--set``
+overriding any ``fusion.`` or ``tracker.`` parameter) takes every frame's detections with the
+true ego motion as a perfect IMU and wheel speed, and its tracks are scored against the truth
+as ``tools/evaluate.py`` scores a ``camera_only`` run
+(:func:`rt_fusion.core.evaluation.score_perception`).
 
 Once cached, a setting costs a second or two a run instead of a graph run per setting. It is
 not the graph: the ego motion is exact, there is no DDS or timing, and the sensor noise draws
@@ -53,7 +54,7 @@ from rt_fusion.core.fusion import FusionEngine, FusionParams  # noqa: E402
 from rt_fusion.core.perception.tracker import TrackerParams  # noqa: E402
 from rt_fusion.core.scenario import library  # noqa: E402
 from rt_fusion.core.scenario import sensors as sm  # noqa: E402
-from rt_fusion.core.scenario.generate import CAMERA_HZ, truth_series  # noqa: E402
+from rt_fusion.core.scenario.generate import CAMERA_HZ, code_digest, truth_series  # noqa: E402
 from rt_fusion.core.scenario.world import build_world  # noqa: E402
 from rt_fusion.core.sync import AlignedFrame, ImuAtFrame  # noqa: E402
 
@@ -85,6 +86,8 @@ def detections(
         json.dumps(
             {
                 'onnx': hashlib.sha256(spec.artifact('onnx').read_bytes()).hexdigest(),
+                'spec': hashlib.sha256(Path(model).read_bytes()).hexdigest(),  # the decoder
+                'renderer': code_digest(),  # the scenario, sensor and rendering code
                 'scenario': scenario,
                 'seed': seed,
                 'seconds': seconds,
