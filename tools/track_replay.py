@@ -70,8 +70,9 @@ def detections(
     zoom: float,
     cache: Path | None,
     threads: int = 1,
-) -> tuple[list[list[Any]], Any, float]:
-    """Every frame's decoded detections, the decoder spec, and the seconds it took (0: cached)."""
+) -> tuple[list[list[Any]], Any, tuple[int, int], float]:
+    """Every frame's decoded detections, the decoder spec, the network's input size (the
+    pixels the detections are in) and the seconds it took (0: cached)."""
     import cv2  # noqa: PLC0415
 
     from rt_fusion.core.perception.zoom import decode_views  # noqa: PLC0415
@@ -93,14 +94,15 @@ def detections(
                 'seconds': seconds,
                 'zoom': zoom,
                 'jpeg': JPEG_QUALITY,
+                'format': 2,  # (detections, decoder, input size)
             },
             sort_keys=True,
         ).encode()
     ).hexdigest()[:24]
     path = cache / f'{scenario.get("name", "scenario")}-s{seed}-{key}.pkl' if cache else None
     if path is not None and path.exists():
-        dets, decoder = pickle.loads(path.read_bytes())
-        return dets, decoder, 0.0
+        dets, decoder, input_hw = pickle.loads(path.read_bytes())
+        return dets, decoder, input_hw, 0.0
     t0 = time.monotonic()
     world = build_world(scenario, seconds)
     runner = FrameRunner(model, 'onnxruntime', 'cpu', threads=threads, zoom=zoom)
@@ -118,24 +120,23 @@ def detections(
                 raise RuntimeError(f'frame {k}: JPEG decoding failed')
             out = runner.run(seen, 'bgr8', lambda: True)
             dets.append(decode_views(out, spec.decoder, runner.input_hw))
-        decoder = spec.decoder
+        decoder, input_hw = spec.decoder, runner.input_hw
     finally:
         runner.release()
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(pickle.dumps((dets, decoder)))
-    return dets, decoder, time.monotonic() - t0
+        path.write_bytes(pickle.dumps((dets, decoder, input_hw)))
+    return dets, decoder, input_hw, time.monotonic() - t0
 
 
-def engine_params(config: Path, node: str, sets: list[str]) -> tuple[FusionParams, TrackerParams]:
-    """The fusion node's ``fusion.`` and ``tracker.`` parameters from its YAML file, with
-    ``--set`` overrides (``fusion.NAME=VALUE``, the value read as YAML).
+def engine_params(raw: dict[str, Any], sets: list[str]) -> tuple[FusionParams, TrackerParams]:
+    """The fusion node's ``fusion.`` and ``tracker.`` parameters from its ``ros__parameters``
+    (``raw``), with ``--set`` overrides (``fusion.NAME=VALUE``, the value read as YAML).
 
     Raises:
         ParameterError: an unknown name or a bad value (named).
         SystemExit: a ``--set`` that is not ``fusion.NAME=VALUE`` or ``tracker.NAME=VALUE``.
     """
-    raw = yaml.safe_load(config.read_text()).get(node, {}).get('ros__parameters', {})
     groups = {
         'fusion': dict(raw.get('fusion') or {}),
         'tracker': dict(raw.get('tracker') or {}),
@@ -211,21 +212,20 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f'--seeds {args.seeds!r}: comma-separated integers')
     if not seeds or args.seconds <= 0:
         parser.error('--seeds needs a seed and --seconds a positive length')
+    raw = yaml.safe_load(args.config.read_text()).get(args.node, {}).get('ros__parameters', {})
+    zoom = float(raw.get('zoom', 1.0))
     try:
-        fusion, tracker = engine_params(args.config, args.node, args.set)
+        fusion, tracker = engine_params(raw, args.set)
         scenario = library.load(args.scenario, ROOT / 'config' / 'scenarios')
         build_world(scenario, args.seconds)
     except RtFusionError as exc:
         print(f'track_replay: error: {exc}', file=sys.stderr)
         return 2
-    raw = yaml.safe_load(args.config.read_text())[args.node]['ros__parameters']
-    zoom = float(raw.get('zoom', 1.0))
     cam = sm.VEHICLE
-    input_hw = (384, 640)
     rows = []
     for seed in seeds:
         cache = None if args.no_cache else args.cache
-        dets, decoder, took = detections(
+        dets, decoder, input_hw, took = detections(
             scenario, seed, args.seconds, args.model, zoom, cache, args.threads
         )
         truth = truth_series(build_world(scenario, args.seconds), seed, cam)
