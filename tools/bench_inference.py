@@ -11,6 +11,7 @@ stages, then the whole camera path with the output copied to the host and decode
   python tools/bench_inference.py --backend torch --device cuda --matrix  # eager/graph, 32/16
   python tools/bench_inference.py --backend torch --device cuda --h2d  # + pinned vs pageable copy
   python tools/bench_inference.py --backend torch --device cuda --zoom 1.5  # + the zoomed view
+  python tools/bench_inference.py --backend torch --device cuda --zoom 3 --mirror  # + mirrored
 
 On CUDA the frame lives in a shared-memory ring slot page-locked with cudaHostRegister (as
 the fusion node's camera ring), preprocessing is one CUDA graph replay, and the times are measured
@@ -26,7 +27,8 @@ Final line: RESULT backend=... device=... pre_p99_ms=... infer_p50_ms=... infer_
 total_p99_ms=... [decode_p99_ms=... with_decode_p99_ms=... device_decode_p99_ms=...] (total:
 preprocessing + inference with one wait; with_decode: + copy + numpy decode; device_decode: +
 peaks in the graph + copy + decode) [runner_p99_ms=... zoom=... zoom_p99_ms=...: with --zoom,
-the fusion node's camera path (FrameRunner + decoding) without and with the zoomed view].
+the fusion node's camera path (FrameRunner + decoding) without and with the zoomed view]
+[mirror_p99_ms=...: with --mirror, that path with both views also run mirrored].
 """
 
 from __future__ import annotations
@@ -197,17 +199,25 @@ def run_config(
 
 
 def bench_runner(
-    backend: str, device: str, runs: int, threads: int, model: Path, zoom: float
+    backend: str,
+    device: str,
+    runs: int,
+    threads: int,
+    model: Path,
+    zoom: float,
+    mirror: bool = False,
 ) -> dict[str, Any]:
     """The fusion node's camera path (:class:`FrameRunner` + decoding) on a 1080p frame, with
-    and without the zoomed view (``zoom``): what the second pass costs."""
+    and without the zoomed view (``zoom``): what the second pass costs; ``mirror``: also with
+    both views mirrored too (``rt_fusion.core.perception.mirror``)."""
     from rt_fusion.core.perception.zoom import decode_views  # noqa: PLC0415
     from rt_fusion.inference.runner import FrameRunner  # noqa: PLC0415
 
     frame, keep = _frame_source(device.startswith('cuda'))
     out: dict[str, Any] = {}
-    for z in (1.0, zoom):
-        runner = FrameRunner(model, backend, device, threads, zoom=z)
+    configs = [(1.0, False), (zoom, False)] + ([(zoom, True)] if mirror else [])
+    for z, m in configs:
+        runner = FrameRunner(model, backend, device, threads, zoom=z, mirror=m)
         assert runner.spec.decoder is not None
         times = np.empty(runs, np.int64)
         for i in range(runs + 20):
@@ -218,7 +228,7 @@ def bench_runner(
             if i >= 20:
                 times[i - 20] = time.perf_counter_ns() - t0
         runner.release()
-        out[f'zoom {z:g}'] = summarize_ns(times)
+        out[f'zoom {z:g}' + (', mirrored' if m else '')] = summarize_ns(times)
     if keep is not None:
         ring, region = keep
         region.release()
@@ -289,6 +299,12 @@ def main(argv: list[str] | None = None) -> int:
         type=float,
         help="also the fusion node's path (FrameRunner + decode) without and with this zoom",
     )
+    parser.add_argument(
+        '--mirror',
+        action='store_true',
+        help='with --zoom: also that path with every view mirrored as well (the fusion '
+        "node's mirror parameter)",
+    )
     parser.add_argument('--out', type=Path, default=ROOT / 'results' / 'bench')
     args = parser.parse_args(argv)
     runs = 200 if args.quick else args.runs
@@ -343,7 +359,9 @@ def main(argv: list[str] | None = None) -> int:
             rows[f'{frame_name} H2D copy, {name}'] = s
     zoomed: dict[str, Any] = {}
     if args.zoom:
-        zoomed = bench_runner(args.backend, args.device, runs, args.threads, args.model, args.zoom)
+        zoomed = bench_runner(
+            args.backend, args.device, runs, args.threads, args.model, args.zoom, args.mirror
+        )
         for name, s in zoomed.items():
             rows[f"fusion node's camera path to objects, {name}"] = s
     report.console.print(
@@ -387,6 +405,11 @@ def main(argv: list[str] | None = None) -> int:
                 'zoom_p99_ms': zoomed[f'zoom {args.zoom:g}'].p99_us / 1e3,
             }
             if zoomed
+            else {}
+        ),
+        **(
+            {'mirror_p99_ms': zoomed[f'zoom {args.zoom:g}, mirrored'].p99_us / 1e3}
+            if zoomed and args.mirror
             else {}
         ),
     )

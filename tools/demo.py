@@ -588,6 +588,8 @@ def recordings_overrides(args: argparse.Namespace, conventional: bool, path: Pat
         # sensor nodes (a 2-core CI: 26 of 60 frames fused, the rest dropped behind it). One
         # thread at normal priority, as config/replay.yaml runs it.
         fusion.update(threads=1, rt={'rt_priority': 0})
+    if infer_period(args) > 0.0:  # paced on a CPU: no mirrored pass (graph_params says why)
+        fusion['mirror'] = False
     if conventional:
         fusion.update(camera_transport='ros', camera_fast_path=False)
     sections: dict[str, dict[str, Any]] = {

@@ -8,9 +8,10 @@
 
 Each run's camera frames are rendered as the scenario generator renders them (its look, its
 sensor noise model, JPEG at the bag's quality 90) and run once through the detector as the fusion
-node runs it (the model spec with ONNX Runtime on the CPU, the zoomed view, the decoder); the
-detections are kept in a cache (``--cache``, keyed by the model's ONNX and spec files, the
-scenario code's digest, the scenario, the seed, the length and the zoom). Then the fusion core
+node runs it (the model spec with ONNX Runtime on the CPU, the zoomed view, the mirrored pass
+where the parameter file's ``mirror`` is on, the decoder); the detections are kept in a cache
+(``--cache``, keyed by the model's ONNX and spec files, the scenario code's digest, the
+scenario, the seed, the length, the zoom and the mirror). Then the fusion core
 (:class:`FusionEngine`, built from the same parameter file as the fusion node, ``--set``
 overriding any ``fusion.`` or ``tracker.`` parameter) takes every frame's detections with the
 true ego motion as a perfect IMU and wheel speed, and its tracks are scored against the truth
@@ -70,6 +71,7 @@ def detections(
     zoom: float,
     cache: Path | None,
     threads: int = 1,
+    mirror: bool = False,
 ) -> tuple[list[list[Any]], Any, tuple[int, int], float]:
     """Every frame's decoded detections, the decoder spec, the network's input size (the
     pixels the detections are in) and the seconds it took (0: cached)."""
@@ -95,6 +97,8 @@ def detections(
                 'zoom': zoom,
                 'jpeg': JPEG_QUALITY,
                 'format': 2,  # (detections, decoder, input size)
+                # Only when on: the caches made before the option stay valid.
+                **({'mirror': True} if mirror else {}),
             },
             sort_keys=True,
         ).encode()
@@ -105,7 +109,7 @@ def detections(
         return dets, decoder, input_hw, 0.0
     t0 = time.monotonic()
     world = build_world(scenario, seconds)
-    runner = FrameRunner(model, 'onnxruntime', 'cpu', threads=threads, zoom=zoom)
+    runner = FrameRunner(model, 'onnxruntime', 'cpu', threads=threads, zoom=zoom, mirror=mirror)
     rng = np.random.default_rng([seed, 1])
     look = Look(scenery_seed=seed)
     dets = []
@@ -214,6 +218,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error('--seeds needs a seed and --seconds a positive length')
     raw = yaml.safe_load(args.config.read_text()).get(args.node, {}).get('ros__parameters', {})
     zoom = float(raw.get('zoom', 1.0))
+    mirror = bool(raw.get('mirror', False))
     try:
         fusion, tracker = engine_params(raw, args.set)
         scenario = library.load(args.scenario, ROOT / 'config' / 'scenarios')
@@ -226,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     for seed in seeds:
         cache = None if args.no_cache else args.cache
         dets, decoder, input_hw, took = detections(
-            scenario, seed, args.seconds, args.model, zoom, cache, args.threads
+            scenario, seed, args.seconds, args.model, zoom, cache, args.threads, mirror
         )
         truth = truth_series(build_world(scenario, args.seconds), seed, cam)
         for fr in truth:

@@ -17,6 +17,7 @@ from typing import Any, cast
 import numpy as np
 
 from rt_fusion.core.perception.decoders import CenternetPeaks
+from rt_fusion.core.perception.mirror import Mirrored
 from rt_fusion.core.perception.zoom import Views, Zoom, ZoomError
 from rt_fusion.inference import backend as backends
 from rt_fusion.inference import pinned
@@ -43,6 +44,10 @@ class FrameRunner:
             (:mod:`rt_fusion.core.perception.zoom`, far objects at ``zoom`` times the scale);
             ``run`` then returns :class:`Views`. Only with a decoder, and only for frames large
             enough (:attr:`zoom_note` says why a frame size has none).
+        mirror: each view also goes through the network mirrored left to right (its input
+            mirrored in place after the first pass); ``run`` then returns
+            :class:`~rt_fusion.core.perception.mirror.Mirrored`, whose detections
+            :func:`~rt_fusion.core.perception.zoom.decode_views` averages. Only with a decoder.
 
     Raises:
         ModelError: the spec, the model or its runtime cannot be loaded.
@@ -58,8 +63,10 @@ class FrameRunner:
         device_decode: bool = True,
         warm: bool = True,
         zoom: float = 1.0,
+        mirror: bool = False,
     ) -> None:
         self.spec: ModelSpec = load_spec(spec_path)
+        self.mirror = mirror and self.spec.decoder is not None
         self.zoom = zoom if self.spec.decoder is not None else 1.0
         self.zoom_note = '' if self.zoom == zoom else 'no zoomed view: the model has no decoder'
         self.view: Zoom | None = None  # of the current frame size
@@ -191,14 +198,49 @@ class FrameRunner:
                 self._target = target if isinstance(target, np.ndarray) else target.numpy()
             self._zoom_for(image.shape, order, target)
         full = self._view_out(self.pre, image, still_valid)
-        if full is False or self.view is None or self._zoom_pre is None:
-            return full
+        if full is False:
+            return False
+        if self.mirror:
+            full = (self._kept(full), self._kept(self._mirrored_out()))
+        if self.view is None or self._zoom_pre is None:
+            return Mirrored(*full) if self.mirror else full
         x0, y0, x1, y1 = self.view.crop
         # The next run writes the same output buffers (ONNX Runtime's bound outputs, the
         # page-locked host copies of the CUDA path).
-        full = CenternetPeaks(full.rows.copy()) if self.peaks else np.array(full, copy=True)
+        full = full if self.mirror else self._kept(full)
         zoomed = self._view_out(self._zoom_pre, image[y0:y1, x0:x1], still_valid)
-        return False if zoomed is False else Views(full, zoomed, self.view)
+        if zoomed is False:
+            return False
+        if not self.mirror:
+            return Views(full, zoomed, self.view)
+        zoomed = self._kept(zoomed)
+        return Mirrored(
+            Views(full[0], zoomed, self.view),
+            Views(full[1], self._mirrored_out(), self.view),
+        )
+
+    def _kept(self, out: Any) -> Any:
+        """A copy of a network output that the next run will not overwrite."""
+        return CenternetPeaks(out.rows.copy()) if self.peaks else np.array(out, copy=True)
+
+    def _mirrored_out(self) -> Any:
+        """The network's output for its current input mirrored left to right (in place)."""
+        x = self.model.input(self.input_name)
+        if isinstance(x, np.ndarray):
+            x[...] = x[..., ::-1].copy()
+            out = self.model.run()[self.output_name]
+            return out if isinstance(out, np.ndarray) else out.float().cpu().numpy()
+        import torch  # noqa: PLC0415  (a tensor input: the torch backend)
+
+        if self.cuda:
+            with torch.cuda.stream(self.model.stream):
+                x.copy_(x.flip(-1))
+            if self.peaks:
+                return CenternetPeaks(self.model.run_to_host(PEAKS))
+            return self.model.run_to_host(self.output_name)
+        x.copy_(x.flip(-1))
+        out = self.model.run()[self.output_name]
+        return out if isinstance(out, np.ndarray) else out.float().cpu().numpy()
 
     def _zoom_for(self, shape: tuple[int, ...], order: str, target: Any) -> None:
         """The zoomed view of this frame size and its preprocessing (none when zoom is off or

@@ -99,6 +99,12 @@ class FusionNodeParams:
         low=1.0,
         high=4.0,
     )
+    mirror: bool = param(
+        'also run the network on each view mirrored left to right and average the two depths '
+        'of each object (rt_fusion.core.perception.mirror: steadier far depths; a second '
+        'inference per view)',
+        default=False,
+    )
     infer_period_s: float = param(
         'run the network at most this often, by frame stamps (0: every frame); the frames '
         'between are fused without camera detections (a detector slower than the camera then '
@@ -340,6 +346,7 @@ class FusionNode(node_utils.DeviceNode):
                     device_decode=p.device_decode,
                     warm=False,
                     zoom=p.zoom,
+                    mirror=p.mirror,
                 )
                 if self.runner.cuda:
                     self.runner.warm_up()

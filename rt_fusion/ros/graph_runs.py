@@ -90,7 +90,9 @@ def graph_params(
 ) -> Path:
     """The fusion and planner sections of ``config`` (config/replay.yaml) for one run, with the
     backend, device and detector period set, written to ``path``; ``cameras`` 4: the fusion
-    takes the scenario's surround rig too (its mountings from ``sensors.MOUNTS``).
+    takes the scenario's surround rig too (its mountings from ``sensors.MOUNTS``). A detector
+    paced by ``infer_period_s`` (a CPU that cannot keep up with the camera) runs without the
+    mirrored pass (``mirror``): a second pass per view would halve how often it looks.
 
     ``conventional``: the fusion node takes the frames as sensor_msgs/Image over rclpy (the
     ``fusion_rclpy`` section, under the node name ``fusion``). SCHED_FIFO 50 for the planner
@@ -101,6 +103,8 @@ def graph_params(
     sections = params_file.load(config)
     fusion = dict(sections['fusion_rclpy' if conventional else 'fusion'])
     fusion.update(backend=backend, device=device, infer_period_s=infer_period_s)
+    if infer_period_s > 0.0:
+        fusion['mirror'] = False
     if cameras > 1:
         from rt_fusion.core.scenario.sensors import RIG, mount_params  # noqa: PLC0415
 

@@ -154,6 +154,41 @@ def test_the_zoomed_runner_gives_both_views_and_none_for_a_small_frame() -> None
         plain.release()
 
 
+def test_the_mirroring_runner_gives_each_view_and_its_mirror_image() -> None:
+    """mirror: each view's output and that of the same view mirrored left to right, each what
+    the backend gives for that image (the mirrored input is the mirrored frame's, the zoomed
+    crop being centred); without zoom, the one view and its mirror."""
+    from rt_fusion.core.perception.mirror import Mirrored  # noqa: PLC0415
+    from rt_fusion.core.perception.zoom import Views  # noqa: PLC0415
+
+    spec = ROOT / 'models' / 'rtf_centernet.yaml'
+    rng = np.random.default_rng(6)
+    frame = cv2.GaussianBlur(rng.integers(0, 256, (1080, 1920, 3), dtype=np.uint8), (9, 9), 3)
+    flipped = np.ascontiguousarray(frame[:, ::-1])
+    both = FrameRunner(spec, 'onnxruntime', 'cpu', threads=1, zoom=1.5, mirror=True)
+    one = FrameRunner(spec, 'onnxruntime', 'cpu', threads=1, mirror=True)
+    zoomed = FrameRunner(spec, 'onnxruntime', 'cpu', threads=1, zoom=1.5)
+    try:
+        out = both.run(frame, 'bgr8', lambda: True)
+        assert isinstance(out, Mirrored)
+        assert isinstance(out.plain, Views) and isinstance(out.mirrored, Views)
+        plain = zoomed.run(frame, 'bgr8', lambda: True)
+        np.testing.assert_allclose(out.plain.full, plain.full, atol=1e-4)
+        np.testing.assert_allclose(out.plain.zoomed, plain.zoomed, atol=1e-4)
+        mirrored = zoomed.run(flipped, 'bgr8', lambda: True)
+        np.testing.assert_allclose(out.mirrored.full, mirrored.full, atol=1e-3)
+        np.testing.assert_allclose(out.mirrored.zoomed, mirrored.zoomed, atol=1e-3)
+        single = one.run(frame, 'bgr8', lambda: True)
+        assert isinstance(single, Mirrored) and isinstance(single.plain, np.ndarray)
+        np.testing.assert_allclose(single.plain, plain.full, atol=1e-4)
+        np.testing.assert_allclose(single.mirrored, mirrored.full, atol=1e-3)
+        assert both.run(frame, 'bgr8', lambda: False) is False
+    finally:
+        both.release()
+        one.release()
+        zoomed.release()
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not _cuda(), reason='no CUDA device (runs on the GPU machine)')
 def test_the_cuda_runner_s_zoomed_view_is_the_crop_s_own_output() -> None:
@@ -179,3 +214,30 @@ def test_the_cuda_runner_s_zoomed_view_is_the_crop_s_own_output() -> None:
     finally:
         zoomed.release()
         plain.release()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _cuda(), reason='no CUDA device (runs on the GPU machine)')
+def test_the_cuda_runner_mirrors_its_static_input_in_place() -> None:
+    """On CUDA the mirrored pass flips the graph's static input on the model's stream: its
+    peaks are those of the mirrored frame run on its own, for both views."""
+    from rt_fusion.core.perception.mirror import Mirrored  # noqa: PLC0415
+
+    spec_path = ROOT / 'models' / 'rtf_centernet.yaml'
+    frame = cv2.resize(_frame(), (1920, 1080))
+    frame[600:, :] = (90, 90, 90)
+    flipped = np.ascontiguousarray(frame[:, ::-1])
+    both = FrameRunner(spec_path, 'torch', 'cuda', zoom=1.5, mirror=True)
+    zoomed = FrameRunner(spec_path, 'torch', 'cuda', zoom=1.5)
+    try:
+        out = both.run(frame, 'bgr8', lambda: True)
+        assert isinstance(out, Mirrored)
+        plain = zoomed.run(frame, 'bgr8', lambda: True)
+        np.testing.assert_allclose(out.plain.full.rows, plain.full.rows, atol=1e-3)
+        np.testing.assert_allclose(out.plain.zoomed.rows, plain.zoomed.rows, atol=1e-3)
+        mirrored = zoomed.run(flipped, 'bgr8', lambda: True)
+        np.testing.assert_allclose(out.mirrored.full.rows, mirrored.full.rows, atol=1e-2)
+        np.testing.assert_allclose(out.mirrored.zoomed.rows, mirrored.zoomed.rows, atol=1e-2)
+    finally:
+        both.release()
+        zoomed.release()

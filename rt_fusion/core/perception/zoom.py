@@ -34,6 +34,7 @@ from typing import Any
 
 from rt_fusion.core.errors import RtFusionError
 from rt_fusion.core.perception.decoders import CameraDetection, DecoderSpec, decode
+from rt_fusion.core.perception.mirror import Mirrored, average, unmirror
 
 
 class ZoomError(RtFusionError):
@@ -160,7 +161,13 @@ class Views:
 
 
 def decode_views(out: Any, spec: DecoderSpec, input_hw: tuple[int, int]) -> list[CameraDetection]:
-    """:func:`decode` of a network output, or of both :class:`Views` merged (:func:`merge`)."""
+    """:func:`decode` of a network output, or of both :class:`Views` merged (:func:`merge`);
+    of a :class:`~.mirror.Mirrored` output, its plain and its mirrored frame's detections so
+    decoded, their depths averaged (:func:`.mirror.average`)."""
+    if isinstance(out, Mirrored):
+        plain = decode_views(out.plain, spec, input_hw)
+        mirrored = unmirror(decode_views(out.mirrored, spec, input_hw), input_hw[1])
+        return average(plain, mirrored)
     if isinstance(out, Views):
         full = decode(out.full, spec, input_hw)
         return merge(full, decode(out.zoomed, spec, input_hw), out.zoom, input_hw)
