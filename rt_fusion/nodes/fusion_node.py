@@ -101,8 +101,8 @@ class FusionNodeParams:
     )
     mirror: bool = param(
         'also run the network on each view mirrored left to right and average the two depths '
-        'of each object (rt_fusion.core.perception.mirror: steadier far depths; a second '
-        'inference per view)',
+        'of each object (rt_fusion.core.perception.mirror; a second inference per view; off: '
+        'no gain measured on the scenarios)',
         default=False,
     )
     infer_period_s: float = param(

@@ -12,10 +12,14 @@ higher. A detection without a partner keeps its own values, and a mirrored detec
 one is dropped: adding them as objects of their own measured worse (more false positives than
 objects found).
 
-Measured with ``tools/track_replay.py`` (camera-only tracking, 2 m gate) on the 7 development
-runs it was chosen on: ``stopped_car`` 2301-2304 precision 0.917 -> 0.953, recall 0.888 ->
-0.913; ``pedestrian_crossing`` 2301-2303 0.942 / 0.913 -> 0.949 / 0.906. The README gives the
-runs it was not chosen on. It costs a second network pass per view.
+Off by default (the fusion node's ``mirror`` parameter): the gain did not hold. Camera-only,
+2 m gate, recall: on the 7 development runs it was chosen on (``tools/track_replay.py``)
+``stopped_car`` +0.025 and ``pedestrian_crossing`` -0.007; on 12 runs it was not chosen on,
+off the graph, +0.007 and +0.014; through the graph on the fresh seeds 2601-2604
+(``tools/evaluate.py --ablate camera_only``) -0.021 and +0.005, all four scenarios -0.001
+(README, detector section). A run's recall moves by a few hundredths either way with it, the
+mean by about nothing; it costs a second network pass per view (H200, zoom 3: camera path P99
+1.00 -> 1.88 ms).
 
 The runner mirrors each view's network input about its centre column
 (:class:`rt_fusion.inference.runner.FrameRunner` ``mirror``): for the full view and for the
