@@ -307,6 +307,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument('--out', type=Path, default=ROOT / 'results' / 'bench')
     args = parser.parse_args(argv)
+    if args.mirror and not args.zoom:
+        parser.error('--mirror measures the fusion node path: it needs --zoom (1 for none)')
     runs = 200 if args.quick else args.runs
     global FRAME  # noqa: PLW0603 - the frame every stage of this run reads
     if args.frame == 'input':
