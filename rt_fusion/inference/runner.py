@@ -228,19 +228,14 @@ class FrameRunner:
         x = self.model.input(self.input_name)
         if isinstance(x, np.ndarray):
             x[...] = x[..., ::-1].copy()
-            out = self.model.run()[self.output_name]
-            return out if isinstance(out, np.ndarray) else out.float().cpu().numpy()
-        import torch  # noqa: PLC0415  (a tensor input: the torch backend)
+        elif self.cuda:
+            import torch  # noqa: PLC0415  (a CUDA input: the torch backend)
 
-        if self.cuda:
             with torch.cuda.stream(self.model.stream):
                 x.copy_(x.flip(-1))
-            if self.peaks:
-                return CenternetPeaks(self.model.run_to_host(PEAKS))
-            return self.model.run_to_host(self.output_name)
-        x.copy_(x.flip(-1))
-        out = self.model.run()[self.output_name]
-        return out if isinstance(out, np.ndarray) else out.float().cpu().numpy()
+        else:  # the torch backend's CPU tensor
+            x.copy_(x.flip(-1))
+        return self._network_out()
 
     def _zoom_for(self, shape: tuple[int, ...], order: str, target: Any) -> None:
         """The zoomed view of this frame size and its preprocessing (none when zoom is off or
@@ -287,7 +282,12 @@ class FrameRunner:
             pre(image, self._target)
         if not still_valid():
             return False
-        if isinstance(pre, TorchPreprocessor):  # graph, output copy, one wait
+        return self._network_out()
+
+    def _network_out(self) -> Any:
+        """The network's output for its current input (on CUDA: the graph, the output copy,
+        one wait; a TorchPreprocessor is the CUDA path's)."""
+        if self.cuda:
             if self.peaks:
                 return CenternetPeaks(self.model.run_to_host(PEAKS))
             return self.model.run_to_host(self.output_name)
