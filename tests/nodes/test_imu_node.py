@@ -77,9 +77,10 @@ def test_output_equals_the_source_in_order_and_none_lost(procs: ProcGroup, tmp_p
     # Stamps: the device clock mapped onto the host timeline, monotonic across the wrap, and
     # spaced like the source. Each interval carries the 100 µs SampleTimeFine quantisation; the
     # mapping line also steps when a pair with less delay arrives, by up to the delay jitter of
-    # the moment (a few hundred µs on a loaded 2-core CI machine, 357 µs seen), so the typical
-    # interval is held to the quantisation and the worst one to a bound no scheduler jitter here
-    # reaches but a wrong mapping (a lost wrap, a skipped or doubled sample) exceeds.
+    # the moment (357 µs seen on a loaded 2-core CI machine; 2.7 and 4.0 ms on 2026-12-04's VM,
+    # idle and under CI, 1 run in 3), so the typical interval is held to the quantisation and
+    # the worst one to two sample intervals (4.9 ms each): a lost wrap or a re-lock moves the
+    # line by far more. A skipped or doubled sample is caught by the data and count above.
     stamps = np.array(
         [m['header']['stamp']['sec'] * 10**9 + m['header']['stamp']['nanosec'] for m in msgs],
         np.int64,
@@ -88,7 +89,7 @@ def test_output_equals_the_source_in_order_and_none_lost(procs: ProcGroup, tmp_p
     locked = slice(n // 2, None)  # the mapper locks within ~2 s (lock_span_s)
     err = np.abs(np.diff(stamps[locked]) - np.diff(src['stamp'][locked]))
     assert np.percentile(err, 90) <= 150_000
-    assert err.max() <= 2_000_000
+    assert err.max() <= 10_000_000
     q = np.array([[m['orientation'][k] for k in 'wxyz'] for m in msgs])
     assert np.allclose(np.linalg.norm(q, axis=1), 1.0, atol=1e-6)
     assert emu.read_until('SENT ', 60)[1] == 'SENT {"messages": 1000}'
