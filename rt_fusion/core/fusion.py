@@ -195,6 +195,18 @@ class FusionParams:
         default=1.35,
         low=1.0,
     )
+    camera_reanchor_misses: int = param(
+        'a confirmed track that camera frames have missed this many times in a row moves to a '
+        'detection of its class that no track took and that lies on its line of sight, nearer '
+        'than it within camera_ray_ratio, and keeps its id: an object coming out from behind '
+        'a car reads metres too far while half hidden and right once in view; the right '
+        'detections, vetoed by the line-of-sight rule, would leave the stale track beside the '
+        'truth until it coasted out. Only nearer: a farther detection on the ray is as often '
+        "another object behind (lined-up posts), which must not take the nearer one's track "
+        '(0: off)',
+        default=1,
+        low=0,
+    )
     camera_birth_score: float = param(
         'a camera detection below this score updates tracks but does not start one',
         default=0.5,
@@ -686,8 +698,13 @@ class FusionEngine:
             ]
         )
 
+        moves: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]] = []
+
         def veto(d: Detections, idx: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
-            return self.on_a_track_s_ray(d.block[idx], eyes[idx])
+            ray, nearer = self.ray_tracks(d.block[idx], eyes[idx])
+            moves.append((nearer[nearer >= 0], idx[nearer >= 0]))
+            out: npt.NDArray[np.bool_] = ray >= 0
+            return out
 
         def covers(xy: npt.NDArray[np.float64]) -> npt.NDArray[np.bool_]:
             dx, dy = xy[:, 0] - ox, xy[:, 1] - oy
@@ -705,6 +722,12 @@ class FusionEngine:
 
         # Position-only detections need no ego speed to start a track (radar ones do).
         self.tracker.step(stamp_ns, dets, birth=True, covers=covers, veto=veto)
+        if moves and p.camera_reanchor_misses > 0:
+            rows, cols = moves[0]  # (the rows of the tracks as they are after the step)
+            tr = self.tracker
+            due = tr.misses[rows] >= p.camera_reanchor_misses
+            rows, first = np.unique(rows[due], return_index=True)  # one detection a track
+            tr.reanchor(rows, dets, cols[due][first], stamp_ns)
 
     def on_a_track_s_ray(
         self, block: npt.NDArray[np.float64], eyes: npt.NDArray[np.float64]
@@ -712,10 +735,21 @@ class FusionEngine:
         """Which camera detections (rows of a detections block, each seen from its camera at
         ``eyes``, odom) lie on the line of sight of a confirmed track of their class, at a range
         within ``camera_ray_ratio`` of its range (see that parameter)."""
+        out: npt.NDArray[np.bool_] = self.ray_tracks(block, eyes)[0] >= 0
+        return out
+
+    def ray_tracks(
+        self, block: npt.NDArray[np.float64], eyes: npt.NDArray[np.float64]
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """Per camera detection (as :meth:`on_a_track_s_ray`), the tracker row of the confirmed
+        track of its class on whose line of sight it lies within ``camera_ray_ratio`` (the
+        nearest in range ratio), and of such a track farther than the detection (the one a
+        ``camera_reanchor_misses`` move may take); -1: none."""
         p, tr = self.p, self.tracker
         conf = np.flatnonzero(tr.is_confirmed)
         if p.camera_ray_ratio <= 1.0 or not len(conf) or not len(block):
-            return np.zeros(len(block), bool)
+            none = np.full(len(block), -1, np.int64)
+            return none, none.copy()
         cls = np.argmax(tr.votes[conf], axis=1)
         dv = block[:, tk.DXY : tk.DXY + 2] - eyes  # (n, 2)
         tv = tr.x[conf, None, :2] - eyes[None, :, :]  # (m, n, 2)
@@ -732,8 +766,12 @@ class FusionEngine:
             & (q * p.camera_ray_ratio >= 1.0)
             & (block[:, tk.DCLS] == cls[:, None])
         )
-        out: npt.NDArray[np.bool_] = hit.any(axis=0)
-        return out
+        off = np.abs(np.log(np.maximum(q, 1e-9)))
+        rows = []
+        for ok in (hit, hit & (q < 1.0)):
+            near = np.where(ok, off, np.inf).argmin(axis=0)
+            rows.append(np.where(ok.any(axis=0), conf[near], -1))
+        return rows[0], rows[1]
 
     def camera_score(
         self, x: float, y: float, evidence: npt.NDArray[Any] | None, input_hw: tuple[int, int]

@@ -906,6 +906,7 @@ class FusionNode(node_utils.DeviceNode):
             'camera_detections': len(self.engine.camera_detections),
             'tracks_all': len(self.engine.tracker),
             'camera_births_vetoed': self.engine.tracker.vetoed,
+            'camera_tracks_reanchored': self.engine.tracker.reanchored,
             'emergency_track': ''
             if self.engine.emergency_id is None
             else self.engine.emergency_id,

@@ -455,3 +455,46 @@ def test_a_detection_on_a_track_s_line_of_sight_does_not_start_a_second_track(
     block = engine.camera_block([same_ray, beside, behind], (0.0, 0.0, 0.0)).block
     eyes = np.tile((p.camera_x, 0.0), (3, 1))
     assert engine.on_a_track_s_ray(block, eyes).tolist() == [ratio > 1.0, False, False]
+
+
+@pytest.mark.parametrize('misses', [1, 0])
+def test_a_track_whose_object_reads_nearer_on_its_line_of_sight_moves_there(
+    misses: int,
+) -> None:
+    """A post tracked at 30 m whose detections then read 23 m on the same line of sight (a post
+    half hidden behind a car reads too far; in view, right): once a camera frame has missed the
+    track, it moves to the nearer detection and keeps its id, and nothing new starts. A post
+    tracked at 23 m with detections at 30 m on its ray (another post behind it) stays where it
+    is. With camera_reanchor_misses 0 the stale track stays and the right detections are only
+    vetoed."""
+    from rt_fusion.core.perception.decoders import CameraDetection, DecoderSpec  # noqa: PLC0415
+
+    def det(depth: float) -> CameraDetection:
+        return CameraDetection(0, 0.9, (390.0, 180.0, 410.0, 200.0), (400.0, 195.0), depth)
+
+    def run(first: float, then: float) -> FusionEngine:
+        p = FusionParams(ego_speed_mps=0.0, camera_reanchor_misses=misses)
+        engine = FusionEngine(p)
+        engine.set_decoder(
+            DecoderSpec.from_dict({'type': 'centernet', 'classes': ['static']}, 'test')
+        )
+        for k in range(4):
+            engine._track_camera(T0 + k * 33_333_333, [det(first)], 640)
+        assert engine.tracker.is_confirmed.tolist() == [True]
+        for k in range(4, 7):
+            engine._track_camera(T0 + k * 33_333_333, [det(then)], 640)
+        return engine
+
+    p = FusionParams()
+    nearer = run(30.0, 23.0)
+    assert nearer.tracker.ids.tolist() == [1]
+    if misses:
+        assert nearer.tracker.reanchored >= 1
+        assert nearer.tracker.x[0, 0] == pytest.approx(p.camera_x + 23.0, abs=0.3)
+    else:
+        assert (nearer.tracker.reanchored, nearer.tracker.vetoed) == (0, 3)
+        assert nearer.tracker.x[0, 0] == pytest.approx(p.camera_x + 30.0, abs=0.3)
+    behind = run(23.0, 30.0)
+    assert behind.tracker.ids.tolist() == [1]
+    assert (behind.tracker.reanchored, behind.tracker.vetoed) == (0, 3)
+    assert behind.tracker.x[0, 0] == pytest.approx(p.camera_x + 23.0, abs=0.3)

@@ -302,6 +302,7 @@ class Tracker:
         self.vetoed = 0  # unassigned detections a step's veto kept from starting a track
         self.deaths = 0
         self.revivals = 0  # new tracks that took a lost track's id (see _revive)
+        self.reanchored = 0  # tracks moved to a detection on their line of sight (reanchor)
         self._revive_ns = round(p.revive_s * 1e9)
         # The lost confirmed tracks (rows of the float and integer blocks, as they were when
         # deleted) and when they were deleted [ns]: see _bury and _revive.
@@ -497,6 +498,35 @@ class Tracker:
             idx = idx[~no]
         if len(idx):
             self._birth(d, idx, stamp_ns)
+
+    def reanchor(self, rows: I64, d: Detections, cols: I64, stamp_ns: int) -> None:
+        """Tracks ``rows`` (confirmed, at ``stamp_ns``: after a :meth:`step` of that time) moved
+        to the detections ``cols`` (one each): the track's position and its covariance become
+        the detection's, its velocity and class votes stay, and the detection counts as a hit.
+        For a monocular camera whose depth of an object jumped (a post coming out from behind
+        a car, placed metres too far while half hidden, then right): the detections on the
+        track's line of sight that its gate no longer takes would otherwise keep a stale track
+        alive beside the truth until it coasts out, while vetoed from starting the right one."""
+        if not len(rows):
+            return
+        x, cov = tk.state(self._f)
+        b = d.block[cols]
+        x[rows, :2] = b[:, tk.DXY : tk.DXY + 2]
+        cov[rows, :2, 2:] = 0.0
+        cov[rows, 2:, :2] = 0.0
+        cov[rows, 0, 0] = b[:, tk.DCOV]
+        cov[rows, 0, 1] = cov[rows, 1, 0] = b[:, tk.DCOV + 1]
+        cov[rows, 1, 1] = b[:, tk.DCOV + 2]
+        i, f = self._i, self._f
+        i[rows, tk.HITS] += 1
+        i[rows, tk.MISSES] = 0
+        i[rows, tk.LAST_HIT] = stamp_ns
+        placed = rows[b[:, tk.DBIRTH] != 0]
+        i[placed, tk.LAST_PLACED] = stamp_ns
+        source = b[:, tk.DSOURCE].astype(np.int64)
+        i[rows, tk.SOURCES] |= source
+        f[rows, tk.VOTES + b[:, tk.DCLS].astype(np.int64)] += b[:, tk.DCLS_PROB]
+        self.reanchored += len(rows)
 
     def _bury(self, remove: BOOL, stamp_ns: int) -> None:
         """Keeps the confirmed tracks among ``remove`` that were lost (no placing hit for too

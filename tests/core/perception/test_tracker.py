@@ -229,6 +229,29 @@ def test_detections_that_may_not_start_a_track_do_not_keep_one_alive() -> None:
     assert len(tr.confirmed()) == 1
 
 
+def test_reanchor_moves_a_track_to_a_detection_and_keeps_the_rest() -> None:
+    # A track at 30 m closing at 2 m/s; reanchored to a camera detection at 24 m: its position
+    # and position covariance become the detection's, its velocity, id and votes stay, and the
+    # detection counts as a hit (a placing one: it may start tracks).
+    from rt_fusion.core.perception.tracker import Detections  # noqa: PLC0415
+
+    tr = Tracker()
+    for k in range(3):
+        tr.step(k * S // 10, [Detection(30.0 - 0.2 * k, 0.0, -2.0, 0.0, cls=6)])
+    (t,) = tr.confirmed()
+    d = Detections.of([Detection(24.0, 1.0, pos_std=1.5, cls=6, source=2)])
+    tr.predict(S // 5 + S // 30)  # as after a step of that time
+    vel_var = tr.P[0, 2, 2]
+    tr.reanchor(np.array([0]), d, np.array([0]), S // 5 + S // 30)
+    (u,) = tr.tracks
+    assert (u.id, u.hits, u.sources, u.cls) == (t.id, t.hits + 1, 3, 6)
+    assert u.x[:2] == pytest.approx([24.0, 1.0])
+    assert u.x[2:] == pytest.approx(t.x[2:])
+    assert u.P[:2, :2] == pytest.approx(np.diag([2.25, 2.25]))
+    assert np.all(u.P[:2, 2:] == 0.0) and u.P[2, 2] == pytest.approx(vel_var)
+    assert u.last_placed_ns == S // 5 + S // 30 and tr.reanchored == 1
+
+
 def test_a_radar_return_at_clearly_the_wrong_speed_is_outside_the_gate() -> None:
     # A truck at 13 m/s, velocity known to ~0.3 m/s after a few scans.
     tr = Tracker(TrackerParams(gate_speed_mps=3.0))
