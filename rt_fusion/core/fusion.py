@@ -207,6 +207,22 @@ class FusionParams:
         default=1,
         low=0,
     )
+    camera_static_floor: float = param(
+        'a confirmed track of the static class that only cameras have seen, beyond '
+        'camera_static_floor_range_m, keeps a position std along the line of sight of at least '
+        "this fraction of one detection's there: a far post's depth error persists from frame "
+        'to frame, so frames do not average it away as a Kalman filter assumes; without the '
+        'floor a track started on a few short detections trusted its own average and sat 3-7 m '
+        'short for a second while the detections said otherwise (0: off)',
+        default=0.3,
+        low=0.0,
+    )
+    camera_static_floor_range_m: float = param(
+        'nearer static tracks get no floor (camera_static_floor): their depth errors are small',
+        unit='m',
+        default=50.0,
+        low=0.0,
+    )
     camera_birth_score: float = param(
         'a camera detection below this score updates tracks but does not start one',
         default=0.5,
@@ -722,12 +738,32 @@ class FusionEngine:
 
         # Position-only detections need no ego speed to start a track (radar ones do).
         self.tracker.step(stamp_ns, dets, birth=True, covers=covers, veto=veto)
+        if p.camera_static_floor > 0.0:  # along the front camera's lines of sight
+            g = self.geometry
+            self._floor_static_tracks(ox + c * g.x - s * g.y, oy + s * g.x + c * g.y)
         if moves and p.camera_reanchor_misses > 0:
             rows, cols = moves[0]  # (the rows of the tracks as they are after the step)
             tr = self.tracker
             due = tr.misses[rows] >= p.camera_reanchor_misses
             rows, first = np.unique(rows[due], return_index=True)  # one detection a track
             tr.reanchor(rows, dets, cols[due][first], stamp_ns)
+
+    def _floor_static_tracks(self, ex: float, ey: float) -> None:
+        """``camera_static_floor`` on the confirmed static tracks only cameras have seen,
+        along the line of sight from the camera at (``ex``, ``ey``) in odom."""
+        p, tr = self.p, self.tracker
+        rows = np.flatnonzero(
+            tr.is_confirmed
+            & (np.argmax(tr.votes, axis=1) == CLASS_STATIC)
+            & (tr.sources == SOURCE_CAMERA)
+        )
+        if not len(rows):
+            return
+        rng = np.hypot(tr.x[rows, 0] - ex, tr.x[rows, 1] - ey)
+        far = rng > p.camera_static_floor_range_m
+        rows, rng = rows[far], rng[far]
+        along = p.camera_position_std_m + (p.camera_range_std + p.camera_range_std_sq * rng) * rng
+        tr.floor_along(rows, (ex, ey), p.camera_static_floor * along)
 
     def on_a_track_s_ray(
         self, block: npt.NDArray[np.float64], eyes: npt.NDArray[np.float64]

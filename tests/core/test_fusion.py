@@ -498,3 +498,26 @@ def test_a_track_whose_object_reads_nearer_on_its_line_of_sight_moves_there(
     assert behind.tracker.ids.tolist() == [1]
     assert (behind.tracker.reanchored, behind.tracker.vetoed) == (0, 3)
     assert behind.tracker.x[0, 0] == pytest.approx(p.camera_x + 23.0, abs=0.3)
+
+
+@pytest.mark.parametrize('floor', [0.3, 0.0])
+def test_a_far_static_track_seen_by_the_camera_alone_keeps_a_depth_floor(floor: float) -> None:
+    """A post at 70 m tracked over many frames: the camera's depth error persists from frame to
+    frame, so the track's std along the line of sight stays at least camera_static_floor of one
+    detection's (it would shrink as 1/sqrt(n) without); across it, the filter's own. Off (0):
+    the plain Kalman filter's average."""
+    from rt_fusion.core.perception.decoders import CameraDetection, DecoderSpec  # noqa: PLC0415
+
+    p = FusionParams(ego_speed_mps=0.0, camera_static_floor=floor)
+    engine = FusionEngine(p)
+    engine.set_decoder(DecoderSpec.from_dict({'type': 'centernet', 'classes': ['static']}, 'test'))
+    det = CameraDetection(0, 0.9, (318.0, 190.0, 322.0, 200.0), (320.0, 195.0), 70.0)
+    for k in range(40):
+        engine._track_camera(T0 + k * 33_333_333, [det], 640)
+    assert engine.tracker.is_confirmed.tolist() == [True]
+    along = p.camera_position_std_m + (p.camera_range_std + p.camera_range_std_sq * 70) * 70
+    std = math.sqrt(engine.tracker.P[0, 0, 0])  # straight ahead: x is along the line of sight
+    if floor:
+        assert std == pytest.approx(floor * along, rel=0.02)
+    else:
+        assert std < 0.2 * along

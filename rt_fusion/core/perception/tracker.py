@@ -528,6 +528,22 @@ class Tracker:
         f[rows, tk.VOTES + b[:, tk.DCLS].astype(np.int64)] += b[:, tk.DCLS_PROB]
         self.reanchored += len(rows)
 
+    def floor_along(self, rows: I64, eye: tuple[float, float], min_std: F64) -> None:
+        """Widens the position covariance of the tracks ``rows`` along the line from ``eye``
+        (odom) to each of them so that its std along that line is at least ``min_std`` [m] (per
+        row): P += (min_std² − uᵀPu) u uᵀ where short of it (u the unit direction). A sensor
+        whose errors persist from frame to frame (a monocular camera's depth) is not averaged
+        down as independent measurements are; the floor keeps the track following it."""
+        if not len(rows):
+            return
+        x, cov = tk.state(self._f)
+        rel = x[rows, :2] - np.asarray(eye, np.float64)
+        u = rel / np.maximum(np.hypot(rel[:, 0], rel[:, 1]), 1e-9)[:, None]
+        pxy = cov[rows, :2, :2]
+        var = np.einsum('ni,nij,nj->n', u, pxy, u)
+        add = np.maximum(np.asarray(min_std, np.float64) ** 2 - var, 0.0)
+        cov[rows, :2, :2] = pxy + add[:, None, None] * u[:, :, None] * u[:, None, :]
+
     def _bury(self, remove: BOOL, stamp_ns: int) -> None:
         """Keeps the confirmed tracks among ``remove`` that were lost (no placing hit for too
         long, or too uncertain; not merged into another) for :meth:`_revive`, and forgets

@@ -252,6 +252,22 @@ def test_reanchor_moves_a_track_to_a_detection_and_keeps_the_rest() -> None:
     assert u.last_placed_ns == S // 5 + S // 30 and tr.reanchored == 1
 
 
+def test_floor_along_widens_a_track_only_along_the_line_of_sight() -> None:
+    # A track at (30, 40), 50 m from the origin, known to 0.5 m each way: floored to 2 m along
+    # the line from the origin, it is 2 m uncertain along it and still 0.5 m across; a floor
+    # below what it has changes nothing.
+    tr = Tracker()
+    tr.step(0, [Detection(30.0, 40.0, 0.0, 0.0, pos_std=0.5)])
+    tr.floor_along(np.array([0]), (0.0, 0.0), np.array([2.0]))
+    u, n = np.array([0.6, 0.8]), np.array([-0.8, 0.6])
+    pxy = tr.P[0, :2, :2]
+    assert u @ pxy @ u == pytest.approx(4.0) and n @ pxy @ n == pytest.approx(0.25)
+    assert u @ pxy @ n == pytest.approx(0.0, abs=1e-12)
+    before = tr.P.copy()
+    tr.floor_along(np.array([0]), (0.0, 0.0), np.array([1.0]))
+    assert np.array_equal(tr.P, before)
+
+
 def test_a_radar_return_at_clearly_the_wrong_speed_is_outside_the_gate() -> None:
     # A truck at 13 m/s, velocity known to ~0.3 m/s after a few scans.
     tr = Tracker(TrackerParams(gate_speed_mps=3.0))
