@@ -330,6 +330,15 @@ class FusionParams:
         if not all(h > 0.1 for h in self.extra_camera_height):
             raise ParameterError('extra_camera_height', self.extra_camera_height, 'want > 0.1 m')
 
+    def camera_along_std(self, rng: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        """A camera detection's position std along its line of sight at range ``rng`` [m]
+        (monocular depth: ``camera_range_std`` and ``camera_range_std_sq``)."""
+        out: npt.NDArray[np.float64] = (
+            self.camera_position_std_m
+            + (self.camera_range_std + self.camera_range_std_sq * rng) * rng
+        )
+        return out
+
     def extra_geometries(self) -> list[CameraGeometry]:
         """The extra cameras' geometries, in order (the front camera's intrinsics and lens)."""
         return [
@@ -662,7 +671,7 @@ class FusionEngine:
         cls, x, y, rng, score = cls[keep], x[keep], y[keep], rng[keep], a[keep, 1]
         ox, oy, oyaw = pose
         c, s = math.cos(oyaw), math.sin(oyaw)
-        along = p.camera_position_std_m + (p.camera_range_std + p.camera_range_std_sq * rng) * rng
+        along = p.camera_along_std(rng)
         across = p.camera_position_std_m + p.camera_bearing_std * rng
         bearing = oyaw + np.arctan2(y - geo.y, x - geo.x)
         bc, bs = np.cos(bearing), np.sin(bearing)
@@ -762,8 +771,7 @@ class FusionEngine:
         rng = np.hypot(tr.x[rows, 0] - ex, tr.x[rows, 1] - ey)
         far = rng > p.camera_static_floor_range_m
         rows, rng = rows[far], rng[far]
-        along = p.camera_position_std_m + (p.camera_range_std + p.camera_range_std_sq * rng) * rng
-        tr.floor_along(rows, (ex, ey), p.camera_static_floor * along)
+        tr.floor_along(rows, (ex, ey), p.camera_static_floor * p.camera_along_std(rng))
 
     def on_a_track_s_ray(
         self, block: npt.NDArray[np.float64], eyes: npt.NDArray[np.float64]
