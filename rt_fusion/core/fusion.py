@@ -223,6 +223,21 @@ class FusionParams:
         default=50.0,
         low=0.0,
     )
+    camera_confirm_score: float = param(
+        'a track that a camera detection scoring at least this starts, within '
+        'camera_confirm_range_m, is confirmed at once instead of after tracker.confirm_hits '
+        'hits: a near object the detector is sure of (the first frame, a person stepping out '
+        'from behind a car) is reported in the frame it is first seen (0: off)',
+        default=0.75,
+        low=0.0,
+        high=1.0,
+    )
+    camera_confirm_range_m: float = param(
+        'farther births wait for tracker.confirm_hits (camera_confirm_score)',
+        unit='m',
+        default=60.0,
+        low=0.0,
+    )
     camera_birth_score: float = param(
         'a camera detection below this score updates tracks but does not start one',
         default=0.5,
@@ -747,15 +762,33 @@ class FusionEngine:
 
         # Position-only detections need no ego speed to start a track (radar ones do).
         self.tracker.step(stamp_ns, dets, birth=True, covers=covers, veto=veto)
+        g = self.geometry
+        eye = (ox + c * g.x - s * g.y, oy + s * g.x + c * g.y)  # the front camera in odom
+        if p.camera_confirm_score > 0.0:
+            self._confirm_sure_births(stamp_ns, eye)
         if p.camera_static_floor > 0.0:  # along the front camera's lines of sight
-            g = self.geometry
-            self._floor_static_tracks(ox + c * g.x - s * g.y, oy + s * g.x + c * g.y)
+            self._floor_static_tracks(*eye)
         if moves and p.camera_reanchor_misses > 0:
             rows, cols = moves[0]  # (the rows of the tracks as they are after the step)
             tr = self.tracker
             due = tr.misses[rows] >= p.camera_reanchor_misses
             rows, first = np.unique(rows[due], return_index=True)  # one detection a track
             tr.reanchor(rows, dets, cols[due][first], stamp_ns)
+
+    def _confirm_sure_births(self, stamp_ns: int, eye: tuple[float, float]) -> None:
+        """``camera_confirm_score``: the tracks a camera detection started at ``stamp_ns``
+        with at least that score, within ``camera_confirm_range_m`` of the camera at ``eye``
+        (odom), confirmed."""
+        p, tr = self.p, self.tracker
+        rows = np.flatnonzero(
+            ~tr.is_confirmed
+            & (tr.born == stamp_ns)
+            & (tr.hits == 1)
+            & (tr.sources == SOURCE_CAMERA)
+            & (tr.scores[:, SOURCE_CAMERA] >= p.camera_confirm_score)
+        )
+        near = np.hypot(tr.x[rows, 0] - eye[0], tr.x[rows, 1] - eye[1])
+        tr.confirm(rows[near <= p.camera_confirm_range_m])
 
     def _floor_static_tracks(self, ex: float, ey: float) -> None:
         """``camera_static_floor`` on the confirmed static tracks only cameras have seen,

@@ -907,6 +907,7 @@ class FusionNode(node_utils.DeviceNode):
             'tracks_all': len(self.engine.tracker),
             'camera_births_vetoed': self.engine.tracker.vetoed,
             'camera_tracks_reanchored': self.engine.tracker.reanchored,
+            'camera_tracks_confirmed_early': self.engine.tracker.confirmed_early,
             'emergency_track': ''
             if self.engine.emergency_id is None
             else self.engine.emergency_id,

@@ -224,13 +224,54 @@ def test_camera_detections_alone_make_tracks_at_their_place() -> None:
         al.push_camera(t, k, t)
         for frame in al.poll(t + 100 * MS):
             fused.append(engine.fuse(frame, heads, hw))
-    assert fused[0].objects == [] and fused[1].objects == []  # tentative for 2 frames
+    # The car at 30 m, scored 0.9, is reported in its first frame (camera_confirm_score 0.75
+    # within camera_confirm_range_m 60 m); the one at 65 m is tentative for 2 frames.
+    assert [(round(o.x), round(o.y)) for o in fused[0].objects] == [(30, 2)]
+    assert len(fused[1].objects) == 1 and len(fused[2].objects) == 2
+    assert engine.tracker.confirmed_early == 1
     car, far = sorted(fused[-1].objects, key=lambda o: o.x)
     assert (far.x, far.y) == pytest.approx((65.0, -8.0), abs=1e-3)
     assert car.object_class == CLASS_CAR and car.sources == 2  # the camera alone
     assert (car.x, car.y) == pytest.approx((30.0, 2.0), abs=1e-3)  # regressed depth, its ray
     assert car.camera_score == pytest.approx(0.9, abs=1e-3)
     assert len(engine.camera_detections) == 5
+
+
+@pytest.mark.parametrize(
+    ('score', 'range_m', 'first'),
+    [(0.75, 60.0, [30, 45]), (0.85, 60.0, [30]), (0.75, 40.0, [30]), (0.0, 60.0, [])],
+)
+def test_a_camera_track_the_detector_is_sure_of_is_reported_in_its_first_frame(
+    score: float, range_m: float, first: list[int]
+) -> None:
+    """camera_confirm_score: a track born of a detection scoring at least that, within
+    camera_confirm_range_m, is confirmed at once; the others wait for tracker.confirm_hits (3:
+    two frames without them); 0 turns the rule off."""
+    from rt_fusion.core.perception.decoders import DecoderSpec  # noqa: PLC0415
+
+    p = FusionParams(ego_speed_mps=0.0, camera_confirm_score=score, camera_confirm_range_m=range_m)
+    engine = FusionEngine(p)
+    engine.set_decoder(
+        DecoderSpec.from_dict(
+            {'type': 'centernet', 'classes': ['car'], 'depth': 'log', 'heading': True}, 'test'
+        )
+    )
+    hw = (384, 640)
+    # Cars at 30 m (score 0.9), 45 m (0.8) and 20 m (0.6: sure enough to start a track only).
+    heads = _centernet_heads(
+        engine, [(0, 30.0, 2.0, 0.9), (0, 45.0, -4.0, 0.8), (0, 20.0, -1.0, 0.6)], hw
+    )
+    al = _aligner(wait_for=())
+    fused = []
+    for k in range(3):
+        t = T0 + k * 33_333_333
+        al.push_camera(t, k, t)
+        for frame in al.poll(t + 100 * MS):
+            fused.append(engine.fuse(frame, heads, hw))
+    assert sorted(round(o.x) for o in fused[0].objects) == first
+    assert sorted(round(o.x) for o in fused[1].objects) == first
+    assert sorted(round(o.x) for o in fused[2].objects) == [20, 30, 45]
+    assert engine.tracker.confirmed_early == len(first)
 
 
 def test_camera_detections_start_far_tracks_only_while_no_radar_does() -> None:
@@ -438,7 +479,9 @@ def test_a_detection_on_a_track_s_line_of_sight_does_not_start_a_second_track(
     do. With camera_ray_ratio 1 the rule is off."""
     from rt_fusion.core.perception.decoders import CameraDetection, DecoderSpec  # noqa: PLC0415
 
-    p = FusionParams(ego_speed_mps=0.0, camera_ray_ratio=ratio)
+    # The new tracks stay tentative (no camera_confirm_score), so that the last check sees
+    # the one confirmed track.
+    p = FusionParams(ego_speed_mps=0.0, camera_ray_ratio=ratio, camera_confirm_score=0.0)
     engine = FusionEngine(p)
     engine.set_decoder(DecoderSpec.from_dict({'type': 'centernet', 'classes': ['car']}, 'test'))
 

@@ -303,6 +303,7 @@ class Tracker:
         self.deaths = 0
         self.revivals = 0  # new tracks that took a lost track's id (see _revive)
         self.reanchored = 0  # tracks moved to a detection on their line of sight (reanchor)
+        self.confirmed_early = 0  # tracks confirmed at their first hit (confirm)
         self._revive_ns = round(p.revive_s * 1e9)
         # The lost confirmed tracks (rows of the float and integer blocks, as they were when
         # deleted) and when they were deleted [ns]: see _bury and _revive.
@@ -527,6 +528,12 @@ class Tracker:
         i[rows, tk.SOURCES] |= source
         f[rows, tk.VOTES + b[:, tk.DCLS].astype(np.int64)] += b[:, tk.DCLS_PROB]
         self.reanchored += len(rows)
+
+    def confirm(self, rows: I64) -> None:
+        """Tracks ``rows`` confirmed now, whatever their hits (a sensor sure of what it saw:
+        the fusion's ``camera_confirm_score``); counted in ``confirmed_early``."""
+        self._c[rows] = True
+        self.confirmed_early += len(rows)
 
     def floor_along(self, rows: I64, eye: tuple[float, float], min_std: F64) -> None:
         """Widens the position covariance of the tracks ``rows`` along the line from ``eye``
