@@ -76,6 +76,8 @@ NC = len(dd.DETECTOR_CLASSES)
 CHANNELS = NC + 4 + 2 + 1 + 2
 MAX_OBJ = 64
 FRAMES_PER_SCENE = 4
+#: The chance that a scene gets objects in line with its posts (``--occluders``).
+OCCLUDERS = 0.0
 MEAN = (0.485, 0.456, 0.406)
 STD = (0.229, 0.224, 0.225)
 
@@ -163,7 +165,7 @@ def _scene(seed: tuple[int, int]) -> list[tuple[np.ndarray, dict[str, np.ndarray
 
     cam = render_camera()
     out = []
-    for frame, labels in dd.scene_frames(seed, FRAMES_PER_SCENE, cam):
+    for frame, labels in dd.scene_frames(seed, FRAMES_PER_SCENE, cam, occluders=OCCLUDERS):
         for factor in VIEWS:
             view = zm.Zoom.of(factor, (cam.height, cam.width), INPUT_HW)
             part, labs = frame, labels
@@ -223,6 +225,7 @@ def cached_data(
         'views': list(VIEWS),
         'input': list(INPUT_HW),
         'camera': list(CAMERA_WH),
+        'occluders': OCCLUDERS,
     }
     if path is not None and (path / 'scenes.json').exists():
         if json.loads((path / 'scenes.json').read_text()) == key:
@@ -464,6 +467,7 @@ def train(args: argparse.Namespace) -> None:
         'camera': f'{CAMERA_WH[0]}x{CAMERA_WH[1]}',
         'views': ','.join(f'{v:g}' for v in VIEWS),
         'far_weight_m': FAR_WEIGHT_M,
+        'occluders': OCCLUDERS,
         'extra_blocks': ','.join(args.extra_blocks),
         'device': torch.cuda.get_device_name() if dev.type == 'cuda' else 'cpu',
         'final_loss': history[-1] if history else {},
@@ -809,7 +813,7 @@ def picture(spec_path: Path, video: Path | None, out: Path, zoom: float = 1.0) -
 
 
 def _heldout_scene(seed: tuple[int, int]) -> list[tuple[np.ndarray, list[dd.CameraLabel]]]:
-    return dd.scene_frames(seed, 2, render_camera())
+    return dd.scene_frames(seed, 2, render_camera(), occluders=OCCLUDERS)
 
 
 def _views(text: str) -> tuple[float, ...]:
@@ -865,6 +869,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         '--data-only', action='store_true', help='render the data into --data and stop'
     )
+    parser.add_argument(
+        '--occluders',
+        type=float,
+        default=0.0,
+        help='the chance that a scene (training and held-out) gets 1-3 standing objects in '
+        'line with a far roadside post (detector_data.add_occluders; 0: the plain generator)',
+    )
     parser.add_argument('--max-train-s', type=float, default=0.0, help='stop training after')
     parser.add_argument('--workers', type=int, default=mp.cpu_count())
     parser.add_argument('--export', type=Path, help='weights.pt to export instead of training')
@@ -914,8 +925,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.error('--data-only needs --data')
     set_input(args.input, args.camera)
     set_views(args.views)
-    global FAR_WEIGHT_M  # noqa: PLW0603
+    global FAR_WEIGHT_M, OCCLUDERS  # noqa: PLW0603
     FAR_WEIGHT_M = args.far_weight
+    if not 0.0 <= args.occluders <= 1.0:
+        parser.error(f'--occluders {args.occluders}: a chance in [0, 1]')
+    OCCLUDERS = args.occluders
     if args.export:
         export(args.export, args.models, args.name)
         return 0

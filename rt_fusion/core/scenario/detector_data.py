@@ -24,7 +24,7 @@ import numpy.typing as npt
 
 from rt_fusion.core.scenario import render as rd
 from rt_fusion.core.scenario import sensors as sm
-from rt_fusion.core.scenario.world import CLASSES, SIZES, World, build_world
+from rt_fusion.core.scenario.world import CLASSES, SIZES, Road, World, build_world
 
 TRAIN_SEED_BASE = 1_000_000
 HELDOUT_SEED_BASE = 2_000_000
@@ -167,12 +167,56 @@ def camera_labels(
     return out
 
 
+def add_occluders(scenario: dict[str, Any], rng: np.random.Generator, seconds: float) -> None:
+    """Adds 1-3 standing objects (a block or cone, or a parked car) to a random scenario, each
+    on the line of sight from the ego's camera to a roadside post 40-100 m ahead at a random
+    time of the scene, 55-90 % of the way there: the post behind peeks out over or beside it.
+    What the shipped scenarios have (``stopped_car``: post 9 behind the obstacle on the
+    shoulder; ``pedestrian_crossing``: posts behind parked cars) and plain random scenes rarely
+    do. Nothing when the scene has no posts."""
+    side = scenario['roadside']
+    spacing = float(side['spacing'])
+    if spacing <= 0:
+        return
+    r = scenario['road']
+    road = Road(float(r['curvature']), int(r['lanes']), float(r['lane_width']))
+    right, left = road.edges()
+    lines = (right - float(side['offset']), left + float(side['offset']))
+    ego = scenario['ego']
+    d_ego = float(ego['lane']) * road.lane_width
+    for _ in range(int(rng.integers(1, 4))):
+        s_ego = float(ego['speed']) * float(rng.uniform(0.0, seconds))
+        ahead = float(rng.uniform(40.0, 100.0))
+        s_post = -40.0 + spacing * math.ceil((s_ego + ahead + 40.0) / spacing)
+        ex, ey, _ = road.to_world(s_ego, d_ego)
+        px, py, _ = road.to_world(s_post, lines[int(rng.integers(0, 2))])
+        f = float(rng.uniform(0.55, 0.9))
+        s, d = road.to_frenet(ex + f * (px - ex), ey + f * (py - ey))
+        spec: dict[str, Any] = {'s': float(s), 'd': float(d) + float(rng.normal(0.0, 0.3))}
+        if rng.random() < 0.7:
+            size = rng.uniform([0.3, 0.3, 0.5], [1.2, 1.2, 1.4])
+            spec.update({'class': 'static', 'speed': 0.0, 'size': [float(v) for v in size]})
+        else:
+            spec.update({'class': 'car', 'speed': 0.0})
+        scenario['actors'].append(spec)
+
+
 def scene_frames(
-    seed: tuple[int, int], frames: int, cam: sm.CameraModel, seconds: float = 4.0
+    seed: tuple[int, int],
+    frames: int,
+    cam: sm.CameraModel,
+    seconds: float = 4.0,
+    occluders: float = 0.0,
 ) -> list[tuple[npt.NDArray[np.uint8], list[CameraLabel]]]:
-    """One random scene, ``frames`` renderings at random times with one random look."""
+    """One random scene, ``frames`` renderings at random times with one random look;
+    ``occluders``: the chance that it gets :func:`add_occluders` (drawn from a generator of its
+    own, so the rest of the scene is the same with or without)."""
     rng = np.random.default_rng(list(seed))
-    world = build_world(random_scenario(rng), seconds)
+    scenario = random_scenario(rng)
+    orng = np.random.default_rng([*seed, 9])
+    if occluders > 0 and orng.random() < occluders:
+        add_occluders(scenario, orng, seconds)
+    world = build_world(scenario, seconds)
     look = rd.random_look(rng)
     out = []
     for t in np.sort(rng.uniform(0.0, seconds - 0.1, frames)):

@@ -402,3 +402,37 @@ def test_a_1080p_camera_sees_what_the_640_one_sees_scaled_and_odd_sizes_are_refu
     for bad in ((1920, 1208), (32, 18)):
         with pytest.raises(ValueError, match='16:9'):
             sm.CameraModel.sized(*bad)
+
+
+def test_occluders_stand_between_the_ego_and_a_far_roadside_post() -> None:
+    """detector_data.add_occluders (train_detector --occluders): 1-3 standing objects, each
+    on the straight line from the ego's camera at some time of the scene to a roadside post
+    40-100 m ahead, 55-90 % of the way there; a scene drawn without them is the same scene as
+    before the option existed, and one without posts gets none."""
+    from rt_fusion.core.scenario import detector_data as dd  # noqa: PLC0415
+
+    scenario = {
+        'road': {'curvature': 0.0, 'lanes': 2, 'lane_width': 3.5},
+        'ego': {'class': 'car', 'speed': 10.0, 'lane': 0},
+        'actors': [],
+        'roadside': {'spacing': 25.0, 'offset': 1.0, 'size': [0.3, 0.3, 1.2]},
+    }
+    right, left = -1.5 * 3.5 - 1.0, 1.5 * 3.5 + 1.0  # the post lines (Road.edges, offset)
+    for k in range(20):
+        sc = {**scenario, 'actors': []}
+        dd.add_occluders(sc, np.random.default_rng(k), 4.0)
+        assert 1 <= len(sc['actors']) <= 3
+        for a in sc['actors']:
+            assert a['class'] in ('static', 'car') and a['speed'] == 0.0
+            # Straight road: Frenet is the world. From the ego at (s0 in [0, 40], 0) to a post
+            # at (s0 + 40..100 rounded up to the post grid, line d), 55-90 % of the way.
+            fractions = [a['d'] / line for line in (right, left)]
+            assert any(0.55 - 0.3 <= f <= 0.9 + 0.3 for f in fractions), a
+            assert 0.55 * 40.0 - 1.0 <= a['s'] <= 40.0 + 0.9 * 125.0, a
+    none = {**scenario, 'actors': [], 'roadside': {**scenario['roadside'], 'spacing': 0.0}}
+    dd.add_occluders(none, np.random.default_rng(0), 4.0)
+    assert none['actors'] == []
+    cam = sm.CameraModel()
+    plain = dd.scene_frames((dd.HELDOUT_SEED_BASE, 7), 2, cam)
+    off = dd.scene_frames((dd.HELDOUT_SEED_BASE, 7), 2, cam, occluders=0.0)
+    assert all(np.array_equal(a[0], b[0]) for a, b in zip(plain, off, strict=True))
