@@ -185,6 +185,18 @@ def _centernet_heads(
     return heads
 
 
+def _camera_frames(engine: FusionEngine, heads: np.ndarray, hw: tuple[int, int], n: int) -> list:  # type: ignore[type-arg]
+    """``n`` 30 Hz camera frames alone, each with the network output ``heads``; the fused."""
+    al = _aligner(wait_for=())
+    fused = []
+    for k in range(n):
+        t = T0 + k * 33_333_333
+        al.push_camera(t, k, t)
+        for frame in al.poll(t + 100 * MS):
+            fused.append(engine.fuse(frame, heads, hw))
+    return fused
+
+
 def test_camera_detections_alone_make_tracks_at_their_place() -> None:
     from rt_fusion.core.perception.decoders import DecoderSpec  # noqa: PLC0415
 
@@ -217,13 +229,7 @@ def test_camera_detections_alone_make_tracks_at_their_place() -> None:
         ],
         hw,
     )
-    al = _aligner(wait_for=())
-    fused = []
-    for k in range(6):
-        t = T0 + k * 33_333_333
-        al.push_camera(t, k, t)
-        for frame in al.poll(t + 100 * MS):
-            fused.append(engine.fuse(frame, heads, hw))
+    fused = _camera_frames(engine, heads, hw, 6)
     # The car at 30 m, scored 0.9, is reported in its first frame (camera_confirm_score 0.75
     # within camera_confirm_range_m 60 m); the one at 65 m is tentative for 2 frames.
     assert [(round(o.x), round(o.y)) for o in fused[0].objects] == [(30, 2)]
@@ -261,13 +267,7 @@ def test_a_camera_track_the_detector_is_sure_of_is_reported_in_its_first_frame(
     heads = _centernet_heads(
         engine, [(0, 30.0, 2.0, 0.9), (0, 45.0, -4.0, 0.8), (0, 20.0, -1.0, 0.6)], hw
     )
-    al = _aligner(wait_for=())
-    fused = []
-    for k in range(3):
-        t = T0 + k * 33_333_333
-        al.push_camera(t, k, t)
-        for frame in al.poll(t + 100 * MS):
-            fused.append(engine.fuse(frame, heads, hw))
+    fused = _camera_frames(engine, heads, hw, 3)
     assert sorted(round(o.x) for o in fused[0].objects) == first
     assert sorted(round(o.x) for o in fused[1].objects) == first
     assert sorted(round(o.x) for o in fused[2].objects) == [20, 30, 45]
