@@ -16,11 +16,13 @@ export ROS_DISTRO VENV
 export AMENT_PREFIX_PATH := $(CURDIR)/$(VENV)
 export PYTHONUNBUFFERED := 1
 
-.PHONY: setup test test-all test-under-load lint typecheck pytest demo eval bench lock clean help
+.PHONY: setup test test-integration test-all test-under-load lint typecheck pytest demo eval bench lock clean help
 
 help:
 	@echo 'make setup   venv + ROS 2 wheels + rt_fusion_msgs + launch + rt_fusion (idempotent)'
-	@echo 'make test    setup, then ruff, mypy (strict on core/ and inference/), pytest'
+	@echo 'make test    setup, then ruff, mypy (strict on core/ and inference/), the fast pytest tier'
+	@echo 'make test-integration   setup, then the integration tier (process graphs, launch, demo, eval, colcon)'
+	@echo 'make test-all   what CI runs: fast tier on jazzy and kilted, integration tier on jazzy'
 	@echo 'make test-under-load   pytest RUNS times (3) in a row with every core busy (LOAD)'
 	@echo 'make demo    setup, then the main job on the embedded default (results/demo/)'
 	@echo 'make eval    setup, then every scenario x 3 seeds scored against ground truth and the baseline'
@@ -37,20 +39,30 @@ lint: setup
 typecheck: setup
 	$(VENV)/bin/mypy rt_fusion tools rt_kernel/rt_host.py
 
+# The test tiers: `make test` is the fast one (unit and in-process tests; everything not marked
+# `integration`), `make test-integration` the rest (real process graphs, launch, demo,
+# evaluation, soak/chaos, colcon, rosdep). PYTEST_MARK= (empty) runs both, e.g. for one test by
+# name: make pytest PYTEST_MARK= PYTEST_ARGS='tests/test_launch.py -k vehicle'.
+PYTEST_MARK ?= not integration
+PYTEST_ARGS ?=
 pytest: setup
-	@tools/run_pytest.sh $(PYTEST_ARGS)
+	@tools/run_pytest.sh $(if $(PYTEST_MARK),-m '$(PYTEST_MARK)') $(PYTEST_ARGS)
 
 test: lint typecheck pytest
+
+test-integration: setup
+	@tools/run_pytest.sh -m integration $(PYTEST_ARGS)
 
 # The suite with every core busy (stress-ng, or busy loops), RUNS times in a row: what a loaded
 # CI machine does to timing. RUNS=1 LOAD=4 PYTEST_ARGS='-x tests/nodes' narrow it.
 test-under-load: setup
 	@tools/under_load.sh tools/run_pytest.sh $(PYTEST_ARGS)
 
-# What CI runs: the full suite on Jazzy (the default), then on Kilted.
+# What CI runs: the fast tier on Jazzy (the default) and on Kilted, the integration tier on Jazzy.
 test-all:
 	$(MAKE) test ROS_DISTRO=jazzy
 	$(MAKE) test ROS_DISTRO=kilted
+	$(MAKE) test-integration ROS_DISTRO=jazzy
 
 demo: setup
 	$(PY) tools/demo.py $(DEMO_ARGS)

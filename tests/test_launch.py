@@ -22,6 +22,9 @@ import yaml
 from rt_fusion.ros import graph, launching
 from tests.conftest import ROOT, VENV, Proc, ProcGroup, log_excerpt, ros_env, shared_file
 
+# Real process graphs: the integration tier (make test-integration).
+pytestmark = pytest.mark.integration
+
 ROUTE = graph.ROUTE_TOPIC
 
 LAUNCH = ROOT / 'launch' / 'vehicle.launch.py'

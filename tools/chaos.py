@@ -285,7 +285,10 @@ def main(argv: list[str] | None = None) -> int:
         while not all(probe.arrivals[n] for n in OUTPUTS):
             if time.monotonic() > end or launched.popen.poll() is not None:
                 silent = [n for n in OUTPUTS if not probe.arrivals[n]]
-                raise SystemExit(f'chaos: no output from {silent}; see {args.out}/launch.log')
+                raise SystemExit(
+                    f'chaos: no output from {silent} ({"; ".join(launched.died()) or "timeout"}); '
+                    f'see {args.out}/launch.log'
+                )
             probe.spin(0.2)
         probe.spin(3.0)  # steady flow
         shm_during = shm_segments(domain)

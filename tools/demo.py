@@ -300,10 +300,14 @@ class Probe:
                 waiting.append('/diagnostics (fusion)')
             if not waiting:
                 return
-            if failed() or time.monotonic() > end:
+            dead = failed()
+            if dead:
                 raise SystemExit(
-                    f'demo: no publisher on {waiting} after {timeout_s:.0f} s '
-                    f'(failed processes: {failed()}; see the logs)'
+                    f'demo: the graph failed to start: {"; ".join(dead)} (see the logs)'
+                )
+            if time.monotonic() > end:
+                raise SystemExit(
+                    f'demo: no publisher on {waiting} after {timeout_s:.0f} s (see the logs)'
                 )
             self.spin(0.2)
 

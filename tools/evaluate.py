@@ -58,6 +58,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -222,10 +223,13 @@ class Collector:
         with self.lock:
             self.matched[key] = int(info.current_count)
 
-    def start_when_listening(self, deadline_s: float) -> bool:
-        """Once every output has a matched publisher, sends the replay its start signal."""
+    def start_when_listening(
+        self, deadline_s: float, failed: Callable[[], list[str]] = list
+    ) -> bool:
+        """Once every output has a matched publisher, sends the replay its start signal; False
+        at the deadline or as soon as ``failed()`` names a dead process."""
         end = time.monotonic() + deadline_s
-        while time.monotonic() < end:
+        while time.monotonic() < end and not failed():
             with self.lock:
                 ready = all(n > 0 for n in self.matched.values())
             if ready:
@@ -427,9 +431,12 @@ def run_graph(
     collector.reset()
     graph = launching.LaunchedGraph(launch_file, arguments, log=out / 'graph.log')
     try:
-        if not collector.start_when_listening(120.0):
+        if not collector.start_when_listening(120.0, graph.died):
+            dead = '; '.join(graph.died())
             raise SystemExit(
-                f"evaluate: the graph's outputs never reached the recorder within 120 s "
+                f'evaluate: the graph failed to start: {dead} (log: {out / "graph.log"})'
+                if dead
+                else f"evaluate: the graph's outputs never reached the recorder within 120 s "
                 f'(log: {out / "graph.log"})'
             )
         line = graph.wait_for_line((done, 'process has died'), deadline_s)

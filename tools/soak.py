@@ -233,7 +233,8 @@ def main(argv: list[str] | None = None) -> int:
         end = time.monotonic() + 120.0
         while not watch.graph_ready():
             if launched.died() or time.monotonic() > end:
-                raise SystemExit(f'soak: the graph did not come up; see {args.out}/launch.log')
+                why = '; '.join(launched.died()) or 'timeout'
+                raise SystemExit(f'soak: the graph did not come up ({why}); see {args.out}')
             watch.spin(0.2)
         start.publish(UInt64(data=1))
         t0_mono, t0_ns = time.monotonic(), time.time_ns()

@@ -41,6 +41,18 @@ def available() -> bool:
     return all(importlib.util.find_spec(m) is not None for m in ('launch', 'launch_ros'))
 
 
+def ament_env(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` with this Python's prefix on AMENT_PREFIX_PATH where rt_fusion is installed there
+    (the venv of ``make setup``) and not yet on the path: a tool run from a plain shell finds the
+    package's launch files, configuration and executables without anything sourced."""
+    out = dict(env)
+    marker = Path(sys.prefix) / 'share' / 'ament_index' / 'resource_index' / 'packages'
+    paths = [p for p in out.get('AMENT_PREFIX_PATH', '').split(os.pathsep) if p]
+    if (marker / 'rt_fusion').is_file() and sys.prefix not in paths:
+        out['AMENT_PREFIX_PATH'] = os.pathsep.join([sys.prefix, *paths])
+    return out
+
+
 def resolve(launch_file: str) -> Path:
     """A launch file: a path, or a name in the installed package's share/rt_fusion/launch."""
     path = Path(launch_file)
@@ -71,7 +83,7 @@ class LaunchedGraph:
         self.log = open(log, 'w') if log is not None else None  # noqa: SIM115 (closed in stop)
         self.popen = subprocess.Popen(
             argv,
-            env={**os.environ, **(env or {})},
+            env=ament_env({**os.environ, **(env or {})}),
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -108,9 +120,26 @@ class LaunchedGraph:
         return None
 
     def died(self) -> list[str]:
-        """The processes launch reported dead (exit status other than 0), by their names."""
-        found = (re.search(r'\[([\w.-]+-\d+)\]: process has died', x) for x in list(self.history))
-        return [m.group(1) for m in found if m is not None]
+        """The processes launch reported dead (exit status other than 0), by their names, each
+        with its last error line; and the launch process itself where it has ended (a launch
+        file that fails to load dies before it starts any node)."""
+        history = list(self.history)
+        found = (re.search(r'\[([\w.-]+-\d+)\]: process has died', x) for x in history)
+        names = [m.group(1) for m in found if m is not None]
+        out = [f'{name} ({self.last_error(name)})' for name in names]
+        code = self.popen.poll()
+        if code is not None and code != 0:
+            out.append(f'launch (exit {code}: {self.last_error()})')
+        return out
+
+    def last_error(self, name: str | None = None) -> str:
+        """The last line of ``name``'s output (``fusion_node-2``; the whole output when None)
+        that reads as an error, else its last line, else '(no output)'."""
+        lines = [x for x in list(self.history) if name is None or x.startswith(f'[{name}]')]
+        lines = [x for x in lines if 'process has died' not in x and x.strip()]
+        errors = [x for x in lines if re.search(r'error|Error|ERROR|refused|Fatal', x)]
+        chosen = errors[-1] if errors else (lines[-1] if lines else '(no output)')
+        return chosen.strip()
 
     def finished(self, executable: str) -> bool:
         """Whether the process of ``executable`` (``replay_node``) ended, well or not."""

@@ -100,6 +100,7 @@ def test_the_depth_error_table_pairs_each_object_with_the_detection_on_its_beari
     assert '| pedestrian 30-80 m | 1 | 0.00 | 0.00 | - |' in out
 
 
+@pytest.mark.integration
 def test_training_runs_end_to_end_and_exports_a_loadable_model(tmp_path: Path) -> None:
     tool = str(ROOT / 'tools' / 'train_detector.py')
     run = [sys.executable, tool]

@@ -12,6 +12,9 @@ import pytest
 from rt_fusion.core.shm import SHM_DIR
 from tests.conftest import ProcGroup, shared_file
 
+# Real process graphs: the integration tier (make test-integration).
+pytestmark = pytest.mark.integration
+
 VIDEO = 'camera/solidWhiteRight.mp4'
 
 

@@ -13,6 +13,9 @@ import pytest
 
 from tests.conftest import ROOT, ProcGroup, shared_file
 
+# Real process graphs: the integration tier (make test-integration).
+pytestmark = pytest.mark.integration
+
 VIDEO = 'camera/solidWhiteRight.mp4'
 FRAMES = 40
 

@@ -7,8 +7,12 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 from tests.conftest import ProcGroup, shared_file
+
+# Real process graphs: the integration tier (make test-integration).
+pytestmark = pytest.mark.integration
 
 BAG = 'imu_radar_rio/ti_mmwave_rospkg_demo_ros2/ti_mmwave_rospkg_demo_ros2.mcap'
 

@@ -10,8 +10,12 @@ import wave
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from tests.conftest import ROOT, ProcGroup, shared_file
+
+# Real process graphs: the integration tier (make test-integration).
+pytestmark = pytest.mark.integration
 
 
 def _rig(tmp_path: Path, clip: str) -> tuple[Path, Path, np.ndarray, int, int]:

@@ -8,6 +8,9 @@ import pytest
 from rt_fusion.core.linux import can_udp_port
 from tests.conftest import ProcGroup, shared_file
 
+# Real process graphs: the integration tier (make test-integration).
+pytestmark = pytest.mark.integration
+
 LOG = 'radar_ars408/candump-2026-06-24_154259.log'
 GROUP = '239.74.163.2'
 

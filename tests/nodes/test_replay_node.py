@@ -11,6 +11,9 @@ from rt_fusion.core.bag import iter_messages
 from rt_fusion.core.scenario.sensors import CameraModel
 from tests.conftest import ProcGroup, shared_file
 
+# Real process graphs: the integration tier (make test-integration).
+pytestmark = pytest.mark.integration
+
 SMALL = CameraModel()  # 640x360: the replay's behaviour does not depend on the frame size
 
 BAG = 'imu_radar_rio/ti_mmwave_rospkg_demo_ros2/ti_mmwave_rospkg_demo_ros2.mcap'

@@ -14,6 +14,9 @@ import pytest
 
 from tests.conftest import Proc, ProcGroup
 
+# Real process graphs: the integration tier (make test-integration).
+pytestmark = pytest.mark.integration
+
 
 @pytest.mark.skipif(os.geteuid() != 0, reason='SCHED_FIFO needs root (or CAP_SYS_NICE)')
 def test_planner_under_sched_fifo_drives_a_vehicle_around_a_stopped_car(procs: ProcGroup) -> None:

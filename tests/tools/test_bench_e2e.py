@@ -8,7 +8,12 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import ROOT, ros_env
+
+# Real process graphs: the integration tier (make test-integration).
+pytestmark = pytest.mark.integration
 
 KEYS = {
     'e2e_p99_ms',

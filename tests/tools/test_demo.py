@@ -12,6 +12,9 @@ import pytest
 
 from tests.conftest import ROOT, ros_env, shared_file
 
+# Real process graphs: the integration tier (make test-integration).
+pytestmark = pytest.mark.integration
+
 # The graph without the CPU detector: what these tests check (every process, the frame ledger,
 # the results and plots) does not depend on it, and on a slow or loaded 2-core machine it does
 # not keep up at 30 Hz (inference P99 0.7-0.8 s on this stop's VM): the aligner's bound then

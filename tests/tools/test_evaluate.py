@@ -33,6 +33,7 @@ def _evaluate(*args: str, timeout: float = 900) -> subprocess.CompletedProcess[s
 
 
 @pytest.mark.slow
+@pytest.mark.integration
 def test_two_runs_write_identical_metrics_and_a_table_png_and_result(tmp_path: Path) -> None:
     outs = []
     for k in range(2):
@@ -69,6 +70,7 @@ def test_two_runs_write_identical_metrics_and_a_table_png_and_result(tmp_path: P
 
 
 @pytest.mark.slow
+@pytest.mark.integration
 def test_the_short_suite_holds_the_stored_baseline(tmp_path: Path) -> None:
     # What make test guards: 2 scenarios × 4 s, fused and radar-only, against the baseline.
     proc = _evaluate(
@@ -93,6 +95,30 @@ def test_the_short_suite_holds_the_stored_baseline(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.integration
+def test_a_deliberately_worse_tracker_fails_the_gate(tmp_path: Path) -> None:
+    """The gate can fail for the product: the shipped graph with a tracker that confirms a
+    track only after 12 hits (shipped: 3) loses recall, and the run's baseline entry names it.
+    (The unchanged build passing the same entry: the short-suite test above.)"""
+    config = yaml.safe_load((ROOT / 'config' / 'replay.yaml').read_text())
+    fusion = config['fusion']['ros__parameters']
+    fusion['tracker'] = {**fusion.get('tracker', {}), 'confirm_hits': 12}
+    fusion.setdefault('fusion', {})['camera_confirm_score'] = 0.0  # no early confirmation
+    worse = tmp_path / 'worse.yaml'
+    worse.write_text(yaml.safe_dump(config, sort_keys=False))
+    proc = _evaluate(
+        '--scenario', 'cut_in', '--seed', '100', '--seconds', '4', '--config', str(worse),
+        '--baseline', str(BASELINE), '--out', str(tmp_path / 'out'),
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    regressions = [x for x in proc.stdout.splitlines() if x.startswith('REGRESSION ')]
+    assert any(x.startswith('REGRESSION cut_in-s100-4s/fused: recall ') for x in regressions), (
+        proc.stdout[-3000:]
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.integration
 def test_closed_loop_the_planner_stops_the_ego_behind_the_stopped_car(tmp_path: Path) -> None:
     """--closed-loop: the planner drives the ego (sim.launch.py). The scenario's script drives
     through the stopped car (its box overlaps it from about 5.8 s); driven by the plans the ego

@@ -8,8 +8,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from rt_fusion.core.bag import iter_messages
 from tests.conftest import ROOT
+
+# Real process graphs: the integration tier (make test-integration).
+pytestmark = pytest.mark.integration
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:

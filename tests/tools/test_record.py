@@ -12,6 +12,7 @@ from pathlib import Path
 
 import cv2
 import numpy as np
+import pytest
 import yaml
 
 from rt_fusion.core.bag import image_to_array, iter_messages
@@ -19,6 +20,9 @@ from rt_fusion.core.scenario.bagout import typestore
 from rt_fusion.core.scenario.generate import generate
 from rt_fusion.core.scenario.sensors import CameraModel
 from tests.conftest import ROOT, ProcGroup, shared_file
+
+# Real process graphs: the integration tier (make test-integration).
+pytestmark = pytest.mark.integration
 
 TOPICS = {
     '/imu/out/imu': 'sensor_msgs/msg/Imu',

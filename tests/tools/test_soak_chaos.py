@@ -14,6 +14,9 @@ import pytest
 
 from tests.conftest import ProcGroup, shared_file
 
+# Real process graphs: the integration tier (make test-integration).
+pytestmark = pytest.mark.integration
+
 
 def _result(line: str) -> dict[str, str]:
     return dict(re.findall(r'(\w+)=(\S+)', line))

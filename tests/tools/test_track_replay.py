@@ -7,7 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import ROOT
+
+# Real process graphs: the integration tier (make test-integration).
+pytestmark = pytest.mark.integration
 
 
 def _replay(cache: Path, *args: str) -> subprocess.CompletedProcess[str]:

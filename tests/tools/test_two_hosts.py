@@ -16,6 +16,9 @@ import pytest
 
 from tests.conftest import ProcGroup
 
+# Real process graphs: the integration tier (make test-integration).
+pytestmark = pytest.mark.integration
+
 
 def _netns_usable() -> bool:
     if os.geteuid() != 0 or not shutil.which('ip') or not shutil.which('unshare'):

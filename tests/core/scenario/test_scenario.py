@@ -157,6 +157,7 @@ def test_imu_integrates_back_to_the_ego_trajectory(tmp_path: Path) -> None:
     assert imu[0].angular_velocity_covariance[0] == pytest.approx(sm.ImuModel().gyro_std ** 2)
 
 
+@pytest.mark.integration
 def test_projected_truth_lands_on_the_rendered_objects(cut_in: tuple[Path, dict]) -> None:  # type: ignore[type-arg]
     out, summary = cut_in
     truth = json.loads((out / 'ground_truth.json').read_text())
