@@ -26,30 +26,31 @@ def test_a_plain_shell_gets_the_venv_prefix() -> None:
     assert other['AMENT_PREFIX_PATH'] == f'{sys.prefix}:/opt/ros/jazzy'
 
 
-def _wait_dead(graph: launching.LaunchedGraph, deadline_s: float = 60.0) -> list[str]:
-    end = time.monotonic() + deadline_s
-    while time.monotonic() < end:
-        dead = graph.died()
-        if dead:
-            return dead
-        time.sleep(0.05)  # paced: polling a child
-    return []
+def _died_of(launch_file: Path, deadline_s: float = 60.0) -> list[str]:
+    """What LaunchedGraph reports dead once ``launch_file`` runs (empty at the deadline)."""
+    if not launching.available():
+        pytest.skip('launch/launch_ros not installed (make setup installs them)')
+    graph = launching.LaunchedGraph(str(launch_file), {}, log=launch_file.with_suffix('.log'))
+    try:
+        end = time.monotonic() + deadline_s
+        while time.monotonic() < end:
+            dead = graph.died()
+            if dead:
+                return dead
+            time.sleep(0.05)  # paced: polling a child
+        return []
+    finally:
+        graph.stop(timeout_s=10.0)
 
 
 @pytest.mark.integration
 def test_a_launch_file_that_fails_to_load_is_reported_with_its_error(tmp_path: Path) -> None:
-    if not launching.available():
-        pytest.skip('launch/launch_ros not installed (make setup installs them)')
     bad = tmp_path / 'broken.launch.py'
     bad.write_text(
         'def generate_launch_description():\n'
         "    raise OSError('cannot open /dev/nonexistent: the device is missing')\n"
     )
-    graph = launching.LaunchedGraph(str(bad), {}, log=tmp_path / 'launch.log')
-    try:
-        dead = _wait_dead(graph)
-    finally:
-        graph.stop(timeout_s=10.0)
+    dead = _died_of(bad)
     assert dead, 'a launch that died was not reported'
     assert dead[0].startswith('launch (exit '), dead
     assert 'the device is missing' in dead[0], dead
@@ -57,8 +58,6 @@ def test_a_launch_file_that_fails_to_load_is_reported_with_its_error(tmp_path: P
 
 @pytest.mark.integration
 def test_a_node_that_dies_at_start_is_named_with_its_last_error_line(tmp_path: Path) -> None:
-    if not launching.available():
-        pytest.skip('launch/launch_ros not installed (make setup installs them)')
     script = (
         'import sys, time; print("starting", flush=True); '
         'print("[ERROR] [fusion]: parameter \'infer_perod_s\' is not a parameter of this node", '
@@ -78,11 +77,7 @@ def test_a_node_that_dies_at_start_is_named_with_its_last_error_line(tmp_path: P
         ' output="screen"),\n'
         '    ])\n'
     )
-    graph = launching.LaunchedGraph(str(launch_file), {}, log=tmp_path / 'launch.log')
-    try:
-        dead = _wait_dead(graph)
-    finally:
-        graph.stop(timeout_s=10.0)
+    dead = _died_of(launch_file)
     assert dead, 'a node that died was not reported'
     assert dead[0].startswith('fusion_node-'), dead
     assert 'infer_perod_s' in dead[0], dead
