@@ -63,7 +63,7 @@ def test_a_node_that_dies_at_start_is_named_with_its_last_error_line(tmp_path: P
         'print("[ERROR] [fusion]: parameter \'infer_perod_s\' is not a parameter of this node", '
         'file=sys.stderr, flush=True); sys.exit(2)'
     )
-    keeper = 'import time; time.sleep(60)'
+    keeper = 'import signal; signal.pause()'  # the rest of the graph: up until stopped
     launch_file = tmp_path / 'two.launch.py'
     launch_file.write_text(
         'import sys\n'
