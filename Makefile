@@ -16,12 +16,13 @@ export ROS_DISTRO VENV
 export AMENT_PREFIX_PATH := $(CURDIR)/$(VENV)
 export PYTHONUNBUFFERED := 1
 
-.PHONY: setup test test-integration test-all test-under-load lint typecheck pytest demo eval bench lock clean help
+.PHONY: setup test test-integration test-aarch64 test-all test-under-load lint typecheck pytest demo eval bench lock clean help
 
 help:
 	@echo 'make setup   venv + ROS 2 wheels + rt_fusion_msgs + launch + rt_fusion (idempotent)'
 	@echo 'make test    setup, then ruff, mypy (strict on core/ and inference/), the fast pytest tier'
 	@echo 'make test-integration   setup, then the integration tier (process graphs, launch, demo, eval, colcon)'
+	@echo 'make test-aarch64   the core'"'"'s architecture-specific tests as aarch64 code (QEMU, arm64 Debian root; root needed)'
 	@echo 'make test-all   what CI runs: fast tier on jazzy and kilted, integration tier on jazzy'
 	@echo 'make test-under-load   pytest RUNS times (3) in a row with every core busy (LOAD)'
 	@echo 'make demo    setup, then the main job on the embedded default (results/demo/)'
@@ -52,6 +53,12 @@ test: lint typecheck pytest
 
 test-integration: setup
 	@tools/run_pytest.sh -m integration $(PYTEST_ARGS)
+
+# The ROS-free core's architecture-specific tests (shared-memory rings across processes, keeper,
+# clock, sync, tracker and planner kernels) as aarch64 code: an arm64 Debian root under QEMU user
+# emulation, cached in build/aarch64-root (tools/test_aarch64.sh; needs root for chroot/binfmt).
+test-aarch64:
+	@tools/test_aarch64.sh $(PYTEST_ARGS)
 
 # The suite with every core busy (stress-ng, or busy loops), RUNS times in a row: what a loaded
 # CI machine does to timing. RUNS=1 LOAD=4 PYTEST_ARGS='-x tests/nodes' narrow it.

@@ -38,7 +38,7 @@ def _graph(
 
 
 def _setup_scripts() -> dict[str, str]:
-    tree = ast.parse((ROOT / 'setup.py').read_text())
+    tree = ast.parse((ROOT / 'packages/rt_fusion/setup.py').read_text())
     for node in tree.body:
         if isinstance(node, ast.Assign) and getattr(node.targets[0], 'id', '') == 'NODES':
             return ast.literal_eval(node.value)

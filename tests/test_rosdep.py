@@ -20,7 +20,7 @@ from tests.conftest import ROOT, VENV
 SNAPSHOT = ROOT.parent / 'shared' / 'rosdep'
 # (distribution, Ubuntu release it is built for on the vehicle)
 TARGETS = [('jazzy', 'noble'), ('kilted', 'noble'), ('humble', 'jammy')]
-MANIFESTS = [ROOT / 'package.xml', ROOT / 'ros2_ws/src/rt_fusion_msgs/package.xml']
+MANIFESTS = [ROOT / 'packages/rt_fusion/package.xml', ROOT / 'packages/rt_fusion_msgs/package.xml']
 
 try:
     _Loader: Any = yaml.CSafeLoader
@@ -160,13 +160,13 @@ def test_rosdep_install_simulated_resolves_everything(
         check=False,
     )
     assert update.returncode == 0, update.stdout + update.stderr
-    # The workspace as a vehicle has it: the clone under ws/src (rt_fusion_msgs inside it).
+    # The packages of a clone under ws/src, as `rosdep install --from-paths src` finds them.
     install = subprocess.run(
         [
             str(rosdep),
             'install',
             '--from-paths',
-            str(ROOT / 'ros2_ws' / 'src'),
+            str(ROOT / 'packages'),
             '--ignore-src',
             '--simulate',
             '--default-yes',

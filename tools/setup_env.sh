@@ -31,12 +31,13 @@ case $DISTRO in
 esac
 COMPOSITION_SRC=$ROOT/../shared/wheels/ros2_launch/src/composition_interfaces
 STAMP=$VENV/.rt_fusion_setup.sha256
-MSG_PKG=ros2_ws/src/rt_fusion_msgs
+MSG_PKG=packages/rt_fusion_msgs
+PKG=packages/rt_fusion
 BUILD=$ROOT/build/$DISTRO
 APT_PACKAGES=(cmake g++ make libportaudio2 libasound2)
 
 inputs_key() {
-  { cat requirements.txt "requirements-ros-$DISTRO.txt" setup.py setup.cfg package.xml \
+  { cat requirements.txt "requirements-ros-$DISTRO.txt" "$PKG"/setup.py "$PKG"/setup.cfg "$PKG"/package.xml \
         "$MSG_PKG/CMakeLists.txt" "$MSG_PKG/package.xml" "$MSG_PKG"/msg/*.msg tools/setup_env.sh
     [[ -f $LOCK ]] && cat "$LOCK"
     [[ -f $LAUNCH_WHEELS/SHA256SUMS ]] && cat "$LAUNCH_WHEELS/SHA256SUMS"
@@ -54,7 +55,7 @@ ament_layout() {
   : >"$VENV/share/ament_index/resource_index/packages/rt_fusion"
   rm -rf "$share" "$lib"
   mkdir -p "$share" "$lib"
-  ln -s "$ROOT/package.xml" "$share/package.xml"
+  ln -s "$ROOT/$PKG/package.xml" "$share/package.xml"
   local folder file
   for folder in launch config models; do
     while IFS= read -r -d '' file; do
@@ -90,10 +91,20 @@ byte_compile() {
     || die "byte-compiling failed: $VENV/bin/python -m compileall $ROOT/rt_fusion $ROOT/tools"
 }
 
+# colcon, run anywhere above this repository (a workspace holding the clone), must not take the
+# venv's ament prefix or the cmake build trees for packages.
+colcon_ignore() {
+  mkdir -p "$ROOT/build"
+  : >"$ROOT/build/COLCON_IGNORE"
+  [[ -d $VENV ]] && : >"$VENV/COLCON_IGNORE"
+  return 0
+}
+
 KEY=$(inputs_key)
 if [[ ${1:-} != --force && -f $STAMP && $(cat "$STAMP") == "$KEY" ]] \
    && "$VENV/bin/python" -c 'import rt_fusion' 2>/dev/null; then
   ament_layout
+  colcon_ignore
   byte_compile
   warm_kernels
   say "up to date ($DISTRO: $(basename "$VENV") matches requirements and interfaces; --force rebuilds)"
@@ -165,6 +176,12 @@ export AMENT_PREFIX_PATH=$VENV CMAKE_PREFIX_PATH=$VENV
 cmake_package() {  # name source-dir
   local log=$BUILD/$1.log
   mkdir -p "$BUILD"
+  # A build tree configured from another source folder (the messages moved from ros2_ws/src to
+  # packages/) is stale: cmake refuses it, so start that one afresh.
+  if [[ -f $BUILD/$1/CMakeCache.txt ]] \
+     && ! grep -qx "CMAKE_HOME_DIRECTORY:INTERNAL=$(cd "$2" && pwd)" "$BUILD/$1/CMakeCache.txt"; then
+    rm -rf "${BUILD:?}/$1"
+  fi
   {
     cmake -S "$2" -B "$BUILD/$1" -DCMAKE_INSTALL_PREFIX="$VENV" -DBUILD_TESTING=OFF \
           -DPython3_EXECUTABLE="$VENV/bin/python" \
@@ -188,8 +205,9 @@ fi
 
 # --- 5. rt_fusion itself ---------------------------------------------------------------------
 say "installing rt_fusion (editable)"
-pip_install --no-deps --no-build-isolation -e .
+pip_install --no-deps --no-build-isolation --use-pep517 -e "$PKG"
 ament_layout
+colcon_ignore
 
 python -c "import rclpy, rt_fusion, rt_fusion_msgs.msg; print('setup: import check ok:', \
 rt_fusion.__version__, 'rclpy', rclpy.__file__.rsplit('/', 2)[-2])" \

@@ -31,7 +31,7 @@ setup() {
     -e "s#/opt/python/$tag/include/python$ver#$inc#g" \
     -e "s#/opt/python/$tag/lib/python$ver/site-packages/numpy/_core/include#$npinc#g"
   export AMENT_PREFIX_PATH=$PREFIX CMAKE_PREFIX_PATH=$PREFIX
-  cmake -S ros2_ws/src/rt_fusion_msgs -B /tmp/msgs_build -DCMAKE_INSTALL_PREFIX="$PREFIX" \
+  cmake -S packages/rt_fusion_msgs -B /tmp/msgs_build -DCMAKE_INSTALL_PREFIX="$PREFIX" \
     -DBUILD_TESTING=OFF -DPython3_EXECUTABLE="$(command -v $PY)" >/tmp/msgs.log 2>&1 \
     && cmake --build /tmp/msgs_build -j"$(nproc)" >>/tmp/msgs.log 2>&1 \
     && cmake --install /tmp/msgs_build >>/tmp/msgs.log 2>&1 || { tail -20 /tmp/msgs.log; return 1; }
@@ -41,7 +41,7 @@ setup() {
       && cmake --build /tmp/ci_build -j"$(nproc)" >>/tmp/ci.log 2>&1 \
       && cmake --install /tmp/ci_build >>/tmp/ci.log 2>&1 || { tail -20 /tmp/ci.log; return 1; }
   fi
-  $PY -m pip install -q --no-deps --no-build-isolation -e . >/tmp/pip_e.log 2>&1 || tail -5 /tmp/pip_e.log
+  $PY -m pip install -q --no-deps --no-build-isolation --use-pep517 -e packages/rt_fusion >/tmp/pip_e.log 2>&1 || tail -5 /tmp/pip_e.log
   ament_layout
   # The numba kernels into their on-disk cache now, as make setup does: otherwise every node of
   # a fresh machine's first graph run compiles them on a thread of its own (~10 s, tracking and
@@ -69,7 +69,7 @@ ament_layout() {
   mkdir -p "$PREFIX/share/ament_index/resource_index/packages"
   : >"$PREFIX/share/ament_index/resource_index/packages/rt_fusion"
   rm -rf "$share" "$lib" && mkdir -p "$share" "$lib"
-  ln -s "$PWD/package.xml" "$share/package.xml"
+  ln -s "$PWD/packages/rt_fusion/package.xml" "$share/package.xml"
   for folder in launch config models; do
     while IFS= read -r -d '' file; do
       mkdir -p "$share/$(dirname "$file")" && ln -s "$PWD/$file" "$share/$file"

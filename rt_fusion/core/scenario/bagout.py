@@ -3,6 +3,7 @@ their .msg files, and messages built from plain keyword fields (the rest default
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -28,10 +29,12 @@ _NUMPY = {
 
 
 def msg_dir() -> Path:
-    """The rt_fusion_msgs .msg files: in the repository, or installed beside rt_fusion."""
+    """The rt_fusion_msgs .msg files: in the repository, installed beside rt_fusion, or in a
+    prefix of ``AMENT_PREFIX_PATH`` (a colcon workspace installs each package in its own)."""
     here = Path(__file__).resolve()
-    for root in here.parents:
-        cand = root / 'ros2_ws' / 'src' / 'rt_fusion_msgs' / 'msg'
+    prefixes = [Path(p) for p in os.environ.get('AMENT_PREFIX_PATH', '').split(os.pathsep) if p]
+    for root in [*here.parents, *prefixes]:
+        cand = root / 'packages' / 'rt_fusion_msgs' / 'msg'
         if cand.is_dir():
             return cand
         cand = root / 'share' / 'rt_fusion_msgs' / 'msg'

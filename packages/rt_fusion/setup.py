@@ -1,7 +1,13 @@
-"""ament_python build of rt_fusion: the same file serves colcon on the vehicle and pip here."""
+"""ament_python build of rt_fusion: the same file serves colcon on the vehicle and pip here.
+
+This folder is the package colcon sees (packages/rt_fusion beside packages/rt_fusion_msgs, so a
+clone in any ``ws/src`` yields both); ``rt_fusion``, ``tools``, ``launch``, ``config`` and
+``models`` here are links to the repository's top-level folders, where everyone edits them.
+"""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from setuptools import find_packages, setup
@@ -13,10 +19,12 @@ HERE = Path(__file__).resolve().parent
 def _tree(folder: str) -> list[tuple[str, list[str]]]:
     """(install dir, files) pairs that install folder/ under share/rt_fusion/folder/."""
     pairs: dict[str, list[str]] = {}
-    for path in sorted((HERE / folder).rglob('*')):
-        if path.is_file() and '__pycache__' not in path.parts:
-            rel = path.relative_to(HERE)
-            pairs.setdefault(f'share/{PACKAGE}/{rel.parent}', []).append(str(rel))
+    # followlinks: the folder itself is a link to the repository's top level.
+    for top, dirs, files in os.walk(HERE / folder, followlinks=True):
+        dirs[:] = sorted(d for d in dirs if d != '__pycache__')
+        rel = Path(top).relative_to(HERE)
+        for name in sorted(files):
+            pairs.setdefault(f'share/{PACKAGE}/{rel}', []).append(str(rel / name))
     return sorted(pairs.items())
 
 
