@@ -75,11 +75,14 @@ demo: setup
 	$(PY) tools/demo.py $(DEMO_ARGS)
 
 # Perception and planning scored against the scenarios' ground truth (tools/evaluate.py), with the
-# single-modality ablations, compared with config/eval_baseline.yaml (exit 1 names regressions).
+# single-modality ablations, and the planner driving the ego (closed loop), each run compared with
+# config/eval_baseline.yaml: exit 1 names regressions and runs without an entry.
 EVAL_ARGS ?=
 eval: setup
 	$(PY) tools/evaluate.py --suite --seeds 3 --seconds 6 --ablate radar_only,camera_only \
 	  --baseline config/eval_baseline.yaml --out results/eval $(EVAL_ARGS)
+	$(PY) tools/evaluate.py --closed-loop --scenario stopped_car --seconds 12 \
+	  --baseline config/eval_baseline.yaml --out results/eval-closed $(EVAL_ARGS)
 
 bench: setup
 	@tools/run_benchmarks.sh

@@ -835,9 +835,13 @@ def print_table(rows: list[tuple[str, dict[str, Any]]]) -> None:
 
 
 def compare(rows: dict[str, dict[str, Any]], baseline: dict[str, Any]) -> list[str]:
-    """Every metric that regressed against the baseline beyond its tolerance."""
+    """Every metric that regressed against the baseline beyond its tolerance, and every run
+    without a baseline entry (a run nobody checks is a gate that cannot fail)."""
     tol = baseline.get('tolerances', {})
-    regressions = []
+    regressions = [
+        f'{key}: no baseline entry (store one with --write-baseline)'
+        for key in sorted(set(rows) - set(baseline.get('runs', {})))
+    ]
     for key, base in baseline.get('runs', {}).items():
         got = rows.get(key)
         if got is None:

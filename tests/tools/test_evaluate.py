@@ -186,6 +186,33 @@ def test_a_regression_names_every_metric_that_got_worse() -> None:
     assert any('id_switches' in f for f in found) and any('mota missing' in f for f in found)
 
 
+def test_a_run_without_a_baseline_entry_fails_the_gate() -> None:
+    sys.path.insert(0, str(ROOT))
+    from tools.evaluate import compare  # noqa: PLC0415
+
+    baseline = {'runs': {'a/fused': {'recall': 0.9}}}
+    found = compare({'a/fused': {'recall': 0.9}, 'a/camera_only': {'recall': 0.5}}, baseline)
+    assert found == ['a/camera_only: no baseline entry (store one with --write-baseline)']
+
+
+def test_every_run_of_make_eval_has_a_baseline_entry() -> None:
+    """`make eval`'s runs (every scenario x 3 seeds x 6 s, fused and both ablations; the closed
+    loop) each have an entry, so none of them goes unchecked."""
+    runs = set(yaml.safe_load(BASELINE.read_text())['runs'])
+    scenarios = sorted(p.stem for p in (ROOT / 'config' / 'scenarios').glob('*.yaml'))
+    assert len(scenarios) >= 4, scenarios
+    want = {
+        f'{name}-s{seed}-6s/{variant}'
+        for name in scenarios
+        for seed in (100, 101, 102)
+        for variant in ('fused', 'radar_only', 'camera_only')
+    } | {'stopped_car-s5-12s-closed/fused'}
+    assert want <= runs, sorted(want - runs)
+    makefile = (ROOT / 'Makefile').read_text()
+    assert '--suite --seeds 3 --seconds 6 --ablate radar_only,camera_only' in makefile
+    assert '--closed-loop --scenario stopped_car --seconds 12' in makefile
+
+
 def test_an_ablation_is_scored_on_what_its_own_sensor_sees() -> None:
     """An object only the radar sees is visible to the fused and the radar-only runs, not a
     camera-only miss; one only the camera sees is not a radar-only miss."""
