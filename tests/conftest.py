@@ -54,6 +54,24 @@ def shared_file(rel: str) -> Path:
     return path
 
 
+def make_scenario(out: Path, scenario: str, seconds: float, seed: int) -> Path:
+    """``tools/make_scenario.py`` at 640x360 into ``out``; returns the bag folder."""
+    made = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / 'tools' / 'make_scenario.py'),
+            *('--scenario', scenario, '--seconds', f'{seconds:g}', '--seed', str(seed)),
+            *('--camera', '640x360', '--out', str(out)),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert made.returncode == 0, made.stderr
+    return out / 'bag'
+
+
 def log_excerpt(log: str, tail: int = 4000) -> str:
     """The end of a launch log, with the head of each native crash before it: faulthandler's
     "Fatal Python error" line and the innermost frames, which the tail alone cuts off."""

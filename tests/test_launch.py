@@ -11,8 +11,6 @@ import ast
 import importlib.util
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +18,16 @@ import pytest
 import yaml
 
 from rt_fusion.ros import graph, launching
-from tests.conftest import ROOT, VENV, Proc, ProcGroup, log_excerpt, ros_env, shared_file
+from tests.conftest import (
+    ROOT,
+    VENV,
+    Proc,
+    ProcGroup,
+    log_excerpt,
+    make_scenario,
+    ros_env,
+    shared_file,
+)
 
 # Real process graphs: the integration tier (make test-integration).
 pytestmark = pytest.mark.integration
@@ -202,28 +209,7 @@ def test_ros2_launch_replays_a_generated_bag_into_objects_and_trajectories(
     tmp_path: Path, procs: ProcGroup
 ) -> None:
     ros2 = _need_launch()
-    out = tmp_path / 'scenario'
-    made = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / 'tools' / 'make_scenario.py'),
-            '--scenario',
-            'cut_in',
-            '--seconds',
-            '3',
-            '--seed',
-            '3',
-            '--camera',
-            '640x360',
-            '--out',
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert made.returncode == 0, made.stderr
+    bag = make_scenario(tmp_path / 'scenario', 'cut_in', 3, 3)
     objects = procs.echo(
         '/fusion/out/objects',
         'rt_fusion_msgs/msg/ObjectArray',
@@ -244,7 +230,7 @@ def test_ros2_launch_replays_a_generated_bag_into_objects_and_trajectories(
     )
     env = {'AMENT_PREFIX_PATH': str(VENV)}
     launch = procs.spawn(
-        [str(ros2), 'launch', 'rt_fusion', 'replay.launch.py', f'bag:={out / "bag"}'],
+        [str(ros2), 'launch', 'rt_fusion', 'replay.launch.py', f'bag:={bag}'],
         'ros2 launch',
         env,
     )
@@ -337,20 +323,7 @@ def test_ros2_launch_replays_the_microphone_and_the_fusion_hears_the_emergency_s
     ``audio:=true`` comes out of the fusion's hearing as a siren event, and nothing else does."""
     ros2 = _need_launch()
     out = tmp_path / 'scenario'
-    made = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / 'tools' / 'make_scenario.py'),
-            *('--scenario', 'emergency_vehicle', '--seconds', '4', '--seed', '5'),
-            *('--camera', '640x360'),
-            *('--out', str(out)),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert made.returncode == 0, made.stderr
+    make_scenario(out, 'emergency_vehicle', 4, 5)
     events = procs.echo(
         '/fusion/out/audio_events',
         'rt_fusion_msgs/msg/AudioEvent',

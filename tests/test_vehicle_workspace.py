@@ -10,14 +10,12 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
 import pytest
 
-from tests.conftest import ROOT, ProcGroup
+from tests.conftest import ROOT, ProcGroup, make_scenario
 
 pytestmark = pytest.mark.integration
 
@@ -67,7 +65,7 @@ def _run(argv: list[str], env: dict[str, str], cwd: Path, timeout: float = 900) 
 
 
 @pytest.fixture(scope='module')
-def workspace(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """ws/src/rt_fusion, built with `colcon build --symlink-install` on the wheel underlay."""
     made = subprocess.run(
         [str(ROOT / 'tools' / 'ros_underlay.sh')],
@@ -121,28 +119,7 @@ def test_colcon_builds_both_packages_and_ros2_finds_them_in_install(workspace: P
 def test_ros2_launch_from_the_install_space_replays_a_bag_into_fused_objects(
     workspace: Path, tmp_path: Path
 ) -> None:
-    scenario = tmp_path / 'scenario'
-    made = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / 'tools' / 'make_scenario.py'),
-            '--scenario',
-            'cut_in',
-            '--seconds',
-            '3',
-            '--seed',
-            '3',
-            '--camera',
-            '640x360',
-            '--out',
-            str(scenario),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert made.returncode == 0, made.stderr
+    bag = make_scenario(tmp_path / 'scenario', 'cut_in', 3, 3)
     procs = ProcGroup()
     try:
         env = {
@@ -170,7 +147,7 @@ def test_ros2_launch_from_the_install_space_replays_a_bag_into_fused_objects(
         )
         echo.read_until('READY', 60)
         launch = procs.spawn(
-            ['ros2', 'launch', 'rt_fusion', 'replay.launch.py', f'bag:={scenario / "bag"}'],
+            ['ros2', 'launch', 'rt_fusion', 'replay.launch.py', f'bag:={bag}'],
             'ros2 launch',
         )
         _, summary = echo.messages(deadline_s=300)
