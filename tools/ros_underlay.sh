@@ -16,6 +16,8 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=tools/ros_wheels.sh
+source "$ROOT/tools/ros_wheels.sh"
 say() { printf '\033[1munderlay:\033[0m %s\n' "$*"; }
 die() { printf '\033[1;31munderlay: error:\033[0m %s\n' "$*" >&2; exit 1; }
 
@@ -57,7 +59,8 @@ RUNTIME=(numpy scipy numba PyYAML opencv-python-headless rosbags cantools python
 SETUPTOOLS=setuptools==68.1.2
 
 key() {
-  { cat "$ROOT/requirements-ros-$DISTRO.txt" "$LOCK" "$LAUNCH_WHEELS/SHA256SUMS" "${BASH_SOURCE[0]}"
+  { cat "$ROOT/requirements-ros-$DISTRO.txt" "$LOCK" "$LAUNCH_WHEELS/SHA256SUMS" "${BASH_SOURCE[0]}" \
+        "$ROOT/tools/ros_wheels.sh"
     echo "$PYTHON $PYVER ${RUNTIME[*]} $SETUPTOOLS"; } | sha256sum | cut -d' ' -f1
 }
 STAMP=$PREFIX/.underlay.sha256
@@ -99,13 +102,7 @@ EOF
 done
 : >"$PREFIX/COLCON_IGNORE"
 
-# The wheels' exported CMake files carry their build container's Python paths (ROS2_WHEELS.md).
-PYTAG=$("$PYTHON" -c "import sys; print('cp%d%d-cp%d%d' % (sys.version_info[:2] * 2))")
-PYINC=$("$PYTHON" -c "import sysconfig; print(sysconfig.get_paths()['include'])")
-NPINC=$(PYTHONPATH=$SITE "$PYTHON" -c "import numpy; print(numpy.get_include())")
-{ grep -rl "/opt/python/$PYTAG/" "$PREFIX"/share/*/cmake/ 2>/dev/null || true; } | xargs -r sed -i \
-  -e "s#/opt/python/$PYTAG/include/python$PYVER#$PYINC#g" \
-  -e "s#/opt/python/$PYTAG/lib/python$PYVER/site-packages/numpy/_core/include#$NPINC#g"
+fix_wheel_cmake_paths "$PYTHON" "$PREFIX" "$SITE"
 
 # composition_interfaces (launch_ros imports it), built into the prefix as on a ROS install.
 say "building composition_interfaces into the prefix"

@@ -20,6 +20,8 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
+# shellcheck source=tools/ros_wheels.sh
+source "$ROOT/tools/ros_wheels.sh"
 say() { printf '\033[1msetup:\033[0m %s\n' "$*"; }
 die() { printf '\033[1;31msetup: error:\033[0m %s\n' "$*" >&2; exit 1; }
 
@@ -38,7 +40,8 @@ APT_PACKAGES=(cmake g++ make libportaudio2 libasound2)
 
 inputs_key() {
   { cat requirements.txt "requirements-ros-$DISTRO.txt" "$PKG"/setup.py "$PKG"/setup.cfg "$PKG"/package.xml \
-        "$MSG_PKG/CMakeLists.txt" "$MSG_PKG/package.xml" "$MSG_PKG"/msg/*.msg tools/setup_env.sh
+        "$MSG_PKG/CMakeLists.txt" "$MSG_PKG/package.xml" "$MSG_PKG"/msg/*.msg tools/setup_env.sh \
+        tools/ros_wheels.sh
     [[ -f $LOCK ]] && cat "$LOCK"
     [[ -f $LAUNCH_WHEELS/SHA256SUMS ]] && cat "$LAUNCH_WHEELS/SHA256SUMS"
     echo "$DISTRO"; } | sha256sum | cut -d' ' -f1
@@ -165,13 +168,7 @@ python -m pip check >/dev/null 2>&1 || say "warning: pip check reports conflicts
 
 # --- 3. rt_fusion_msgs (cmake recipe of ROS2_WHEELS.md) ---------------------------------------
 # The wheels' exported CMake files carry the build container's Python paths; point them here.
-PYINC=$(python -c "import sysconfig; print(sysconfig.get_paths()['include'])")
-NPINC=$(python -c "import numpy; print(numpy.get_include())")
-PYTAG=$(python -c "import sys; print('cp%d%d-cp%d%d' % (sys.version_info[:2] * 2))")
-PYVER=$(python -c "import sys; print('%d.%d' % sys.version_info[:2])")
-{ grep -rl "/opt/python/$PYTAG/" "$VENV"/share/*/cmake/ 2>/dev/null || true; } | xargs -r sed -i \
-  -e "s#/opt/python/$PYTAG/include/python$PYVER#$PYINC#g" \
-  -e "s#/opt/python/$PYTAG/lib/python$PYVER/site-packages/numpy/_core/include#$NPINC#g"
+fix_wheel_cmake_paths "$VENV/bin/python" "$VENV"
 export AMENT_PREFIX_PATH=$VENV CMAKE_PREFIX_PATH=$VENV
 cmake_package() {  # name source-dir
   local log=$BUILD/$1.log
