@@ -1,5 +1,10 @@
 #!/usr/bin/env python3
-"""Puts a Jetson AGX Orin (JetPack 6, L4T r36) on PREEMPT_RT and tunes it for rt_fusion.
+"""Puts a Jetson AGX Orin (JetPack 6.2 or 7.2) on PREEMPT_RT and tunes it for rt_fusion.
+
+JetPack 6.2 is Jetson Linux r36.4 on Ubuntu 22.04 with ROS 2 Humble from apt; JetPack 7.2 is
+Jetson Linux r38.4 on Ubuntu 24.04 with ROS 2 Jazzy (:data:`JETPACKS`). The release is read from
+``/etc/nv_tegra_release``; ``check`` reports it with the Ubuntu release and the ROS 2 install it
+expects, and refuses neither: a mismatch is a row to fix.
 
 Standard library only: it runs with the vehicle's system Python, before any venv exists.
 Every step checks first and changes only what differs; what it changes is recorded, with the
@@ -14,10 +19,11 @@ value it had, in a state file, so ``undo`` puts the machine back as it found it.
 Steps (settings in ``rt_kernel/rt_host.conf``, or ``--config``):
 
 kernel
-    NVIDIA's real-time kernel packages for the installed L4T release: an apt source line for
-    ``https://repo.download.nvidia.com/jetson/rt-kernel <release> main`` and
+    NVIDIA's real-time kernel packages for the installed L4T release (r36.x or r38.x): an apt
+    source line for ``https://repo.download.nvidia.com/jetson/rt-kernel <release> main`` and
     ``nvidia-l4t-rt-kernel nvidia-l4t-rt-kernel-headers nvidia-l4t-rt-kernel-oot-modules
-    nvidia-l4t-display-rt-kernel``. Needs a reboot. Jetson only.
+    nvidia-l4t-display-rt-kernel`` (the Orin set on both releases; Developer Guide, Kernel,
+    Real-Time Kernel, r36.4 and r38.4). Needs a reboot. Jetson only.
 boot
     Kernel arguments on the default entry of ``/boot/extlinux/extlinux.conf``:
     ``isolcpus=nohz,domain,managed_irq,<rt cpus> nohz_full=<rt cpus> rcu_nocbs=<rt cpus>
@@ -60,6 +66,24 @@ RT_PACKAGES = (
     'nvidia-l4t-display-rt-kernel',
 )
 STEPS = ('kernel', 'boot', 'sysctl', 'irq', 'cpufreq')
+
+
+@dataclass(frozen=True)
+class JetPack:
+    """What one Jetson Linux major release brings on the AGX Orin."""
+
+    jetpack: str
+    ubuntu: str
+    codename: str
+    ros: str
+    kernel: str
+
+
+# Jetson Linux major release -> the JetPack rt_fusion supports on it.
+JETPACKS = {
+    36: JetPack('6.2', '22.04', 'jammy', 'humble', '5.15'),
+    38: JetPack('7.2', '24.04', 'noble', 'jazzy', '6.8'),
+}
 DEFAULTS = {
     'rt_cpus': '8-11',
     'housekeeping_cpus': '0-7',
@@ -178,6 +202,15 @@ class Host:
         )
         return f'r{m[1]}.{m[2]}' if m else None
 
+    def jetpack(self) -> JetPack | None:
+        """The JetPack of the installed L4T release (None: not a Jetson, or unsupported)."""
+        release = self.l4t_release()
+        return JETPACKS.get(int(release[1:].split('.')[0])) if release else None
+
+    def os_codename(self) -> str:
+        m = re.search(r'^VERSION_CODENAME=(\S+)', self.read('/etc/os-release'), re.M)
+        return m[1].strip('"') if m else '?'
+
     def n_cpus(self) -> int:
         present = self.read('/sys/devices/system/cpu/present')
         return len(parse_cpus(present)) if present else (os.cpu_count() or 1)
@@ -200,7 +233,35 @@ class Host:
             out.append(Check('L4T release', 'not a Jetson (no /etc/nv_tegra_release)', None))
         else:
             installed = [p for p in RT_PACKAGES if self._dpkg_installed(p)]
-            out.append(Check('L4T release', release, None))
+            jp = self.jetpack()
+            supported = ', '.join(f'r{k} (JetPack {v.jetpack})' for k, v in JETPACKS.items())
+            out.append(
+                Check(
+                    'L4T release',
+                    f'{release} = JetPack {jp.jetpack}' if jp else release,
+                    jp is not None,
+                    f'rt_fusion supports {supported}',
+                )
+            )
+            if jp is not None:
+                codename = self.os_codename()
+                out.append(
+                    Check(
+                        'Ubuntu',
+                        codename,
+                        codename == jp.codename,
+                        f'JetPack {jp.jetpack} is Ubuntu {jp.ubuntu} ({jp.codename})',
+                    )
+                )
+                ros = self.path(f'/opt/ros/{jp.ros}/setup.bash').exists()
+                out.append(
+                    Check(
+                        'ROS 2',
+                        f'/opt/ros/{jp.ros}' + ('' if ros else ' missing'),
+                        ros,
+                        f'apt install ros-{jp.ros}-ros-base (README: On the vehicle)',
+                    )
+                )
             out.append(
                 Check(
                     'RT kernel packages',
@@ -230,6 +291,9 @@ class Host:
                 "install your distribution's PREEMPT_RT kernel (Ubuntu Pro: "
                 '`pro enable realtime-kernel`)'
             )
+        if self.jetpack() is None:
+            supported = ', '.join(f'r{k} (JetPack {v.jetpack})' for k, v in JETPACKS.items())
+            raise HostError(f'kernel: L4T {release} is not supported (supported: {supported})')
         source = self.path('/etc/apt/sources.list.d/nvidia-l4t-rt-kernel.list')
         line = f'deb {self.conf["rt_kernel_repo"]} {release} main'
         if not source.exists() or line not in source.read_text():

@@ -180,3 +180,17 @@ def test_a_shell_that_sourced_nothing_is_told_what_to_source(workspace: Path) ->
     last = out.stderr.strip().splitlines()[-1]
     assert 'source /opt/ros/<distro>/setup.bash' in last, out.stderr
     assert 'install/setup.bash' in last
+    # The installed executables too (setuptools' wrappers died on a package-metadata traceback).
+    for name in ('fusion_node', 'rt_fusion_record'):
+        run = subprocess.run(
+            [str(workspace / 'install' / 'rt_fusion' / 'lib' / 'rt_fusion' / name)],
+            env=PLAIN,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert run.returncode == 1, run.stderr
+        lines = run.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f'{name}: rt_fusion'), run.stderr
+        assert 'source /opt/ros/<distro>/setup.bash' in lines[0]

@@ -201,9 +201,7 @@ class Collector:
             ('odometry', Odometry, '/fusion/out/odometry', self._odometry, reliable),
             ('trajectory', Trajectory, '/planner/out/trajectory', self._plan, reliable),
         ):
-            events = compat.SubscriptionEventCallbacks(
-                matched=functools.partial(self._matched, key)
-            )
+            events = compat.subscription_events(matched=functools.partial(self._matched, key))
             self.node.create_subscription(cls, topic, cb, qos, event_callbacks=events)
         self._latched = QoSProfile(
             depth=1,

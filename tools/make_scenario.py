@@ -28,6 +28,7 @@ import numpy as np
 
 from rt_fusion.core.scenario import library
 from rt_fusion.core.scenario import sensors as sm
+from rt_fusion.core.scenario.bagout import BAG_VERSION, READERS
 from rt_fusion.core.scenario.generate import generate
 from rt_fusion.core.scenario.render import Look, render
 from rt_fusion.core.scenario.world import ScenarioError, World
@@ -115,6 +116,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument('--storage', choices=('mcap', 'sqlite3'), default='mcap')
     parser.add_argument(
+        '--bag-version',
+        type=int,
+        choices=sorted(READERS),
+        default=BAG_VERSION,
+        help=f'rosbag2 metadata version (default {BAG_VERSION}); 8: readable by Humble',
+    )
+    parser.add_argument(
         '--camera',
         type=report.resolution,
         default=(1920, 1080),
@@ -169,6 +177,7 @@ def main(argv: list[str] | None = None) -> int:
                 args.out,
                 raw_images=args.raw_images,
                 storage=args.storage,
+                bag_version=args.bag_version,
                 clips_dir=args.clips,
                 camera=camera,
                 cameras=args.cameras,
@@ -187,6 +196,7 @@ def main(argv: list[str] | None = None) -> int:
         f'wrote {args.out}/bag ({size / 1e6:.1f} MB), ground_truth.json, camera_info.yaml, '
         f'preview.png in {time.monotonic() - start:.1f} s'
     )
+    report.console.print(f'bag metadata version {args.bag_version}: {READERS[args.bag_version]}')
     report.result_line(
         scenario=summary['world'].name,
         messages=sum(summary['counts'].values()),

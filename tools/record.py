@@ -20,7 +20,8 @@ descriptor into a full ``sensor_msgs/Image`` and records that, so a bag never de
 that is gone after the run.
 
 SIGINT or SIGTERM (or ``--duration``, ``--count``) ends the recording cleanly: the bag is
-closed with every message received up to then and readable by ``ros2 bag`` and rosbags. Prints
+closed with every message received up to then and readable by ``ros2 bag`` (of Jazzy on; of
+Humble on with ``--bag-version 8``) and rosbags. Prints
 ``READY`` when subscribed (with each topic's QoS), ``FIRST topic`` when a topic's first message
 is written, ``QOS topic=…`` when a late publisher changes a topic's QoS, then a table of counts and
 ``RESULT messages=… topics=… silent=… bag_mb=…``.
@@ -43,7 +44,7 @@ from rclpy.signals import SignalHandlerOptions
 from sensor_msgs.msg import Image
 from std_msgs.msg import UInt64
 
-from rt_fusion.core.scenario.bagout import BagWriter, typestore
+from rt_fusion.core.scenario.bagout import BAG_VERSION, READERS, BagWriter, typestore
 from rt_fusion.ros import compat
 from rt_fusion.ros.conversions import message_class
 from rt_fusion.ros.node_utils import make_executor
@@ -124,6 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('topics', nargs='+', help='topic or topic:type')
     parser.add_argument('--out', type=Path, required=True, help='bag directory (must not exist)')
     parser.add_argument('--duration', type=float, default=0.0, help='stop after this long [s]')
+    parser.add_argument('--bag-version', type=int, choices=sorted(READERS), default=BAG_VERSION)
     parser.add_argument(
         '--count', type=int, default=0, help='stop after this many messages (0: never)'
     )
@@ -174,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
         node.destroy_node()
         compat.try_shutdown()
         return 2
-    writer = BagWriter(args.out, typestore())
+    writer = BagWriter(args.out, typestore(), version=args.bag_version)
     lock = threading.Lock()
     reliable = QoSProfile(depth=args.depth, reliability=ReliabilityPolicy.RELIABLE)
     ack_pub = node.create_publisher(UInt64, args.ack, reliable) if args.ack else None
@@ -273,6 +275,7 @@ def main(argv: list[str] | None = None) -> int:
         report.console.print(
             f'  {topic:36s} {writer.counts.get(topic, 0):7d}  {policies.get(topic, "shm")}'
         )
+    report.console.print(f'  bag metadata version {writer.version}: {writer.readers}')
     silent = sorted(t for t in types if not writer.counts.get(t))
     if silent:
         print(

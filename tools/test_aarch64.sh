@@ -12,11 +12,15 @@
 #    from here with pip's --platform into the root's /opt/rt_fusion-site (cached by the lock);
 # 3. rt_fusion/ and tests/ copied in, and pytest run in the root (chroot): every process in it,
 #    the two-process ring tests' children included, is aarch64 code.
+#
+# Exit status: pytest's; 77 when this machine cannot emulate at all (not root, no binfmt_misc,
+# no apt or Debian mirror), which .ci/run reports as skipped with the reason, not as passed.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 say() { printf '\033[1maarch64:\033[0m %s\n' "$*"; }
 die() { printf '\033[1;31maarch64: error:\033[0m %s\n' "$*" >&2; exit 1; }
+cannot() { printf '\033[1;33maarch64: cannot emulate here:\033[0m %s\n' "$*" >&2; exit 77; }
 
 ARM=${AARCH64_ROOT:-$ROOT/build/aarch64-root}
 SUITE=bookworm
@@ -40,7 +44,7 @@ TESTS=(
   tests/core/planning/test_frenet.py
   tests/core/planning/test_frenet_jit.py
 )
-[[ $(id -u) -eq 0 ]] || die "needs root (debootstrap, binfmt_misc, chroot): sudo make test-aarch64"
+[[ $(id -u) -eq 0 ]] || cannot "needs root (debootstrap, binfmt_misc, chroot): sudo make test-aarch64"
 [[ $(uname -m) == aarch64 ]] && say "this machine is aarch64 itself: the tests run natively in the root"
 
 # --- 1. emulation -------------------------------------------------------------------------------
@@ -50,14 +54,15 @@ command -v update-binfmts >/dev/null || need+=(binfmt-support)
 command -v debootstrap >/dev/null || need+=(debootstrap)
 if ((${#need[@]})); then
   say "installing ${need[*]}"
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null; } \
+    || cannot "apt-get could not install ${need[*]}"
 fi
 if [[ $(uname -m) != aarch64 ]]; then
   [[ -e /proc/sys/fs/binfmt_misc/register ]] \
     || mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc \
-    || die "cannot mount binfmt_misc (an unprivileged container cannot run foreign binaries)"
+    || cannot "cannot mount binfmt_misc (an unprivileged container cannot run foreign binaries)"
   [[ -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ]] || update-binfmts --enable qemu-aarch64 \
-    || die "update-binfmts --enable qemu-aarch64 failed"
+    || cannot "update-binfmts --enable qemu-aarch64 failed"
 fi
 
 # --- 2. the arm64 root ---------------------------------------------------------------------------
@@ -70,9 +75,11 @@ if [[ ! -f $ARM/.rt_fusion_root ]]; then
   say "debootstrap arm64 $SUITE into $ARM (first time: 10-20 min under emulation)"
   t0=$SECONDS
   rm -rf "$ARM.tmp"
+  mkdir -p "$ROOT/build" "$(dirname "$ARM")"
   debootstrap --arch=arm64 --variant=minbase --include="$PACKAGES" "$SUITE" "$ARM.tmp" "$MIRROR" \
     >"$ROOT/build/aarch64-debootstrap.log" 2>&1 \
-    || { tail -20 "$ROOT/build/aarch64-debootstrap.log" >&2; die "debootstrap failed (log: build/aarch64-debootstrap.log)"; }
+    || { tail -20 "$ROOT/build/aarch64-debootstrap.log" >&2
+         cannot "debootstrap from $MIRROR failed (log: build/aarch64-debootstrap.log)"; }
   rm -rf "$ARM.tmp/var/cache/apt/archives"/*.deb
   : >"$ARM.tmp/COLCON_IGNORE"
   mv "$ARM.tmp" "$ARM"

@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         args.topic,
         on_msg,
         qos,
-        event_callbacks=compat.SubscriptionEventCallbacks(matched=on_matched),
+        event_callbacks=compat.subscription_events(matched=on_matched),
     )
     executor = make_executor()
     executor.add_node(node)

@@ -8,9 +8,12 @@ clone in any ``ws/src`` yields both); ``rt_fusion``, ``tools``, ``launch``, ``co
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from setuptools import find_packages, setup
+from setuptools.command.develop import develop
+from setuptools.command.install_scripts import install_scripts
 
 PACKAGE = 'rt_fusion'
 HERE = Path(__file__).resolve().parent
@@ -59,8 +62,62 @@ TOOLS = {
     'rt_fusion_alsa_feeder': 'rt_fusion_tools.alsa_feeder:main',
 }
 
+# The executables colcon installs into lib/rt_fusion. setuptools' own wrappers look the package's
+# metadata up first, so a shell that has not sourced the workspace got a PackageNotFoundError
+# traceback; these import the entry point directly and say in one line what to source.
+WRAPPER = """{shebang}
+# {name}: rt_fusion executable (packages/rt_fusion/setup.py writes it in place of setuptools')
+import sys
+
+try:
+    from {module} import {func}
+except ImportError as err:
+    if isinstance(err, ModuleNotFoundError) and err.name and err.name.split('.')[0] not in (
+        'rt_fusion', 'rt_fusion_tools', 'rclpy', 'rt_fusion_msgs'
+    ):
+        raise
+    why = str(err) if 'source /opt/ros' in str(err) else (
+        f'{{err.name}} is not on this Python path: source /opt/ros/<distro>/setup.bash and '
+        "your workspace's install/setup.bash first"
+    )
+    sys.exit(f'{name}: {{why}}')
+sys.exit({func}())
+"""
+ENTRY = re.compile(r"EASY-INSTALL-ENTRY-SCRIPT: 'rt[-_]fusion','console_scripts','([^']+)'")
+
+
+def _write_wrappers(folder: str) -> None:
+    """Replaces setuptools' entry-point wrappers in ``folder`` with :data:`WRAPPER`."""
+    targets = {**NODES, **TOOLS}
+    for path in sorted(Path(folder).glob('*')) if Path(folder).is_dir() else ():
+        text = path.read_text(errors='replace') if path.is_file() else ''
+        m = ENTRY.search(text)
+        if m is None or m[1] not in targets:
+            continue
+        module, func = targets[m[1]].split(':')
+        shebang = text.splitlines()[0]
+        path.write_text(WRAPPER.format(shebang=shebang, name=m[1], module=module, func=func))
+
+
+class Develop(develop):
+    """``setup.py develop`` (colcon --symlink-install), then rt_fusion's own wrappers."""
+
+    def install_wrapper_scripts(self, dist):  # type: ignore[no-untyped-def]
+        super().install_wrapper_scripts(dist)
+        _write_wrappers(self.script_dir)
+
+
+class InstallScripts(install_scripts):
+    """``setup.py install`` (colcon without --symlink-install), then rt_fusion's wrappers."""
+
+    def run(self) -> None:
+        super().run()
+        _write_wrappers(self.install_dir)
+
+
 setup(
     name=PACKAGE,
+    cmdclass={'develop': Develop, 'install_scripts': InstallScripts},
     version='0.1.0',
     packages=[*find_packages(include=[PACKAGE, f'{PACKAGE}.*']), 'rt_fusion_tools'],
     package_dir={'rt_fusion_tools': 'tools'},

@@ -209,7 +209,7 @@ class RadarNode(node_utils.DeviceNode):
             RadarObjects,
             '~/out/objects',
             qos_profile_sensor_data,
-            event_callbacks=compat.PublisherEventCallbacks(matched=self._on_matched),
+            event_callbacks=compat.publisher_events(matched=self._on_matched),
         )
         self.points_pub = self.create_lifecycle_publisher(
             PointCloud2, '~/out/points', qos_profile_sensor_data

@@ -43,7 +43,7 @@ from rt_fusion.core.bag_integrity import IntegrityError, verify
 from rt_fusion.core.errors import ParameterError
 from rt_fusion.core.replay import Pacer, ReplayParams, Restamper, parse_pairs, parse_remaps
 from rt_fusion.core.shm import ShmRingWriter
-from rt_fusion.ros import node_utils
+from rt_fusion.ros import compat, node_utils
 from rt_fusion.ros.conversions import descriptor_to_msg, message_class, ns_to_time, time_to_ns
 from rt_fusion.ros.shm_transport import ShmPublisher, segment_name
 
@@ -220,7 +220,7 @@ class ReplayNode(node_utils.DeviceNode):
         counts += [sp.subscriber_count for sp in self.shm_pubs.values()]
         counts += [pub.get_subscription_count for _r, pub in self.audio_rings.values()]
         if self.ack_sub is not None:  # an acknowledgement sent before this matches is lost
-            counts.append(self.ack_sub.get_publisher_count)
+            counts.append(compat.publisher_counter(self, self.ack_sub))
         if not node_utils.wait_to_start(
             self,
             counts,

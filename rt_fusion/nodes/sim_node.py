@@ -41,7 +41,7 @@ from rt_fusion.core.scenario.bagout import typestore
 from rt_fusion.core.scenario.closed_loop import DriveParams, Plan, drive
 from rt_fusion.core.scenario.generate import CAMERA_HZ, T0_NS, sensor_streams, write_truth
 from rt_fusion.core.scenario.world import ScenarioError, build_world
-from rt_fusion.ros import graph, node_utils
+from rt_fusion.ros import compat, graph, node_utils
 from rt_fusion.ros.conversions import message_class, ns_to_time, time_to_ns
 from rt_fusion.ros.shm_transport import ShmPublisher, segment_name
 
@@ -265,7 +265,8 @@ class SimNode(node_utils.DeviceNode):
         assert self.shm is not None
         counts = [pub.get_subscription_count for pub in self.pubs.values()]
         counts.append(self.shm.subscriber_count)
-        counts.append(self.ack_sub.get_publisher_count)  # an earlier acknowledgement is lost
+        # an earlier acknowledgement is lost
+        counts.append(compat.publisher_counter(self, self.ack_sub))
         if not node_utils.wait_to_start(
             self,
             counts,

@@ -12,6 +12,13 @@ Where their rclpy differ, the rest of the code goes through the names here:
   Iron (ros2/rclpy#1058, which renamed ``rclpy.qos_event``); Humble has only
   ``rclpy.qos_event``, and no ``matched`` event there (``MATCHED_EVENTS`` is False: tools that
   wait for a match say so).
+- ``publisher_events(matched=...)`` / ``subscription_events(matched=...)``: event callbacks with
+  a ``matched`` callback where the distribution has the event (Iron and later, ros2/rclpy#1083);
+  on Humble the callback is left out (its ``qos_event`` callbacks reject the keyword), so callers
+  must not wait for it there.
+- ``publisher_counter(node, subscription)``: ``Subscription.get_publisher_count`` exists since
+  rclpy 4.0 (ros2/rclpy#1089, Iron); on Humble the graph's count of publishers on the topic
+  (``Node.count_publishers``) stands in.
 - ``discovery_env()``: ``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST`` (Iron and later; Jazzy warns
   that ``ROS_LOCALHOST_ONLY`` is deprecated) or Humble's ``ROS_LOCALHOST_ONLY=1``.
 - Timer callbacks take no argument: rclpy 9.1 passes a ``TimerInfo`` to callbacks that accept
@@ -25,6 +32,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
+from collections.abc import Callable
 from typing import Any
 
 from rclpy.utilities import ok, try_shutdown
@@ -50,7 +58,10 @@ __all__ = [
     'distro',
     'events_executor',
     'ok',
+    'publisher_counter',
+    'publisher_events',
     'rclpy_version',
+    'subscription_events',
     'try_shutdown',
 ]
 
@@ -91,3 +102,27 @@ def discovery_env(domain_id: int) -> dict[str, str]:
     if distro() == 'humble':
         return {'ROS_DOMAIN_ID': str(domain_id), 'ROS_LOCALHOST_ONLY': '1'}
     return {'ROS_DOMAIN_ID': str(domain_id), 'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST'}
+
+
+def publisher_events(*, matched: Callable[[Any], None] | None = None) -> Any:
+    """PublisherEventCallbacks with ``matched`` where the distribution has the event."""
+    if matched is not None and MATCHED_EVENTS:
+        return PublisherEventCallbacks(matched=matched)
+    return PublisherEventCallbacks()
+
+
+def subscription_events(*, matched: Callable[[Any], None] | None = None) -> Any:
+    """SubscriptionEventCallbacks with ``matched`` where the distribution has the event."""
+    if matched is not None and MATCHED_EVENTS:
+        return SubscriptionEventCallbacks(matched=matched)
+    return SubscriptionEventCallbacks()
+
+
+def publisher_counter(node: Any, subscription: Any) -> Callable[[], int]:
+    """A function counting the publishers of ``subscription``'s topic: the subscription's own
+    matched count (rclpy 4.0 and later), or on Humble the graph's count for its topic."""
+    own = getattr(subscription, 'get_publisher_count', None)
+    if own is not None:
+        return own  # type: ignore[no-any-return]
+    topic = subscription.topic_name
+    return lambda: int(node.count_publishers(topic))

@@ -375,7 +375,8 @@ class DeviceNode(LifecycleNode):
         for entity in self._owned:
             if isinstance(entity, Subscription):
                 with contextlib.suppress(Exception):  # destroyed meanwhile
-                    counts.append(f'{entity.topic_name} {entity.get_publisher_count()}')
+                    count = compat.publisher_counter(self, entity)()
+                    counts.append(f'{entity.topic_name} {count}')
         return ', '.join(counts)
 
     def release_owned(self) -> None:

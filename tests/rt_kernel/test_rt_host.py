@@ -1,5 +1,6 @@
-"""rt_kernel/rt_host.py against a Jetson AGX Orin file-system image (L4T r36.4 layout): check,
-apply, idempotence and undo back to the original bytes."""
+"""rt_kernel/rt_host.py against Jetson AGX Orin file-system images of both supported JetPacks
+(6.2: L4T r36.4, Ubuntu 22.04, Humble; 7.2: L4T r38.4, Ubuntu 24.04, Jazzy): check, apply,
+idempotence and undo back to the original bytes."""
 
 from __future__ import annotations
 
@@ -43,13 +44,25 @@ IPI0:    100000     100000     100000     100000     100000     100000     10000
 """
 
 
-def _image(tmp_path: Path) -> Path:
+# L4T major -> (nv_tegra_release revision, Ubuntu codename, ROS 2 distribution, kernel)
+RELEASES = {
+    36: ('4.3', 'jammy', 'humble', '5.15.148'),
+    38: ('4.0', 'noble', 'jazzy', '6.8.12'),
+}
+
+
+def _image(tmp_path: Path, major: int = 36, codename: str | None = None) -> Path:
+    revision, expected_codename, ros, kernel = RELEASES.get(
+        major, ('1.0', 'focal', 'foxy', '5.10')
+    )
     root = tmp_path / 'orin'
     files = {
-        'etc/nv_tegra_release': '# R36 (release), REVISION: 4.3, GCID: 38968081, BOARD: generic, '
-        'EABI: aarch64, DATE: Wed Jan  8 01:49:37 UTC 2025\n',
+        'etc/nv_tegra_release': f'# R{major} (release), REVISION: {revision}, GCID: 38968081, '
+        'BOARD: generic, EABI: aarch64, DATE: Wed Jan  8 01:49:37 UTC 2025\n',
+        'etc/os-release': f'NAME="Ubuntu"\nVERSION_CODENAME={codename or expected_codename}\n',
+        f'opt/ros/{ros}/setup.bash': '# ROS 2\n',
         'boot/extlinux/extlinux.conf': EXTLINUX,
-        'proc/version': 'Linux version 5.15.148-tegra (buildbrain@mobile-u64-6336-d8000) '
+        'proc/version': f'Linux version {kernel}-tegra (buildbrain@mobile-u64-6336-d8000) '
         '#1 SMP PREEMPT Mon Jun 16 08:24:48 PDT 2025\n',
         'proc/cmdline': 'root=PARTUUID=6a3b2c61 rw rootwait console=ttyTCU0,115200\n',
         'proc/interrupts': INTERRUPTS,
@@ -105,12 +118,20 @@ def _snapshot(root: Path) -> dict[str, bytes]:
     }
 
 
-def test_check_apply_is_idempotent_and_undo_restores_every_byte(tmp_path: Path) -> None:
-    root = _image(tmp_path)
+@pytest.mark.parametrize(('major', 'jetpack'), [(36, '6.2'), (38, '7.2')])
+def test_check_apply_is_idempotent_and_undo_restores_every_byte(
+    tmp_path: Path, major: int, jetpack: str
+) -> None:
+    root = _image(tmp_path, major)
+    release = f'r{major}.{RELEASES[major][0].split(".")[0]}'
     before = _snapshot(root)
     check = _run(root, 'check')
     assert check.returncode == 1, check.stdout
-    assert 'L4T release' in check.stdout and 'r36.4' in check.stdout
+    assert re.search(rf'L4T release +{release} = JetPack {jetpack} +ok', check.stdout), (
+        check.stdout
+    )
+    assert re.search(rf'Ubuntu +{RELEASES[major][1]} +ok', check.stdout), check.stdout
+    assert re.search(rf'ROS 2 +/opt/ros/{RELEASES[major][2]} +ok', check.stdout), check.stdout
     assert re.search(r'RT kernel packages +4/4 +ok', check.stdout), check.stdout
     assert '7 on RT CPUs' in check.stdout  # mttcan, vi, nvcsi on 8-11; the rest spread on 0-11
 
@@ -131,7 +152,10 @@ def test_check_apply_is_idempotent_and_undo_restores_every_byte(tmp_path: Path) 
         assert primary.count(arg) == 1, arg
     assert 'isolcpus' not in conf.split('LABEL backup')[1]  # the fallback entry stays stock
     apt = root / 'etc/apt/sources.list.d/nvidia-l4t-rt-kernel.list'
-    assert apt.read_text() == 'deb https://repo.download.nvidia.com/jetson/rt-kernel r36.4 main\n'
+    assert (
+        apt.read_text()
+        == f'deb https://repo.download.nvidia.com/jetson/rt-kernel {release} main\n'
+    )
     assert (root / 'proc/sys/kernel/sched_rt_runtime_us').read_text() == '-1\n'
     irq = {
         n: (root / f'proc/irq/{n}/smp_affinity_list').read_text().strip()
@@ -180,3 +204,20 @@ def test_non_jetson_hosts_get_a_clear_refusal(tmp_path: Path, missing: str) -> N
     r = _run(root, 'apply', '--step', step)
     assert r.returncode == 2
     assert ('not a Jetson' if step == 'kernel' else 'not found') in r.stderr
+
+
+def test_a_jetpack_on_the_wrong_ubuntu_or_without_its_ros_is_a_row_to_fix(tmp_path: Path) -> None:
+    root = _image(tmp_path, 38, codename='jammy')
+    (root / 'opt/ros/jazzy/setup.bash').unlink()
+    check = _run(root, 'check')
+    assert check.returncode == 1
+    assert re.search(r'Ubuntu +jammy +FIX +-> JetPack 7.2 is Ubuntu 24.04', check.stdout)
+    assert re.search(r'ROS 2 +/opt/ros/jazzy missing +FIX', check.stdout), check.stdout
+
+
+def test_an_unsupported_l4t_release_is_named_and_refused(tmp_path: Path) -> None:
+    root = _image(tmp_path, 35)
+    check = _run(root, 'check')
+    assert re.search(r'L4T release +r35.1 +FIX +-> rt_fusion supports r36', check.stdout)
+    r = _run(root, 'apply', '--step', 'kernel')
+    assert r.returncode == 2 and 'L4T r35.1 is not supported' in r.stderr

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -99,10 +99,52 @@ def header(ts: Any, ns: int, frame_id: str) -> Any:
     return make(ts, 'std_msgs/msg/Header', stamp=stamp(ts, ns), frame_id=frame_id)
 
 
-class BagWriter:
-    """A rosbag2 MCAP bag: ``write(topic, typename, log_ns, msg)``; close() finishes it."""
+# Which ``ros2 bag`` reads a bag of each rosbag2 metadata version this writer can write. Version 9
+# (Jazzy's rosbag2 0.26 and later) stores each topic's offered QoS profiles as a YAML list, which
+# Humble's rosbag2 0.15 fails to parse ("yaml-cpp: ... bad conversion"); version 8 stores them as
+# the YAML string Humble reads, and Humble ignores the keys it does not know (custom_data,
+# ros_distro, type_description_hash). The reader is written into the bag's custom_data too.
+READERS = {
+    8: 'ros2 bag of Humble (rosbag2 0.15) and later',
+    9: 'ros2 bag of Jazzy (rosbag2 0.26) and later; Humble cannot (write version 8 for it)',
+}
+BAG_VERSION = 9
 
-    def __init__(self, path: Path, ts: Any, storage: str = 'mcap') -> None:
+
+def offered_qos() -> Any:
+    """The QoS profile written as every topic's offer: reliable, volatile, keep-last 10, the rest
+    at the middleware's defaults. Written rather than left empty, because Humble's ``ros2 bag
+    play`` parses the offers as a YAML list and an empty string is no list."""
+    from rosbags.interfaces import (  # noqa: PLC0415
+        Qos,
+        QosDurability,
+        QosHistory,
+        QosLiveliness,
+        QosReliability,
+        QosTime,
+    )
+
+    zero = QosTime(0, 0)
+    return Qos(
+        QosHistory.KEEP_LAST,
+        10,
+        QosReliability.RELIABLE,
+        QosDurability.VOLATILE,
+        zero,
+        zero,
+        QosLiveliness.AUTOMATIC,
+        zero,
+        False,
+    )
+
+
+class BagWriter:
+    """A rosbag2 bag (MCAP or sqlite3): ``write(topic, typename, log_ns, msg)``; close() finishes
+    it. ``version``: rosbag2's metadata version, 9 (default) or 8 for Humble (:data:`READERS`)."""
+
+    def __init__(
+        self, path: Path, ts: Any, storage: str = 'mcap', version: int = BAG_VERSION
+    ) -> None:
         from rosbags.rosbag2 import StoragePlugin, Writer  # noqa: PLC0415
 
         if path.exists():
@@ -110,9 +152,16 @@ class BagWriter:
         plugins = {'mcap': StoragePlugin.MCAP, 'sqlite3': StoragePlugin.SQLITE3}
         if storage not in plugins:
             raise RtFusionError(f'storage {storage!r} is not one of {sorted(plugins)}')
+        if version not in READERS:
+            raise RtFusionError(f'bag version {version} is not one of {sorted(READERS)}')
         self.ts = ts
         self.path = path
-        self.writer = Writer(path, version=9, storage_plugin=plugins[storage])
+        self.version = version
+        self.readers = READERS[version]
+        literal: Literal[8, 9] = 8 if version == 8 else 9
+        self.writer = Writer(path, version=literal, storage_plugin=plugins[storage])
+        self.writer.set_custom_data('rt_fusion.readable_by', self.readers)
+        self.qos = (offered_qos(),)
         self.writer.open()
         self.conns: dict[str, Any] = {}
         self.counts: dict[str, int] = {}
@@ -132,7 +181,7 @@ class BagWriter:
             if typename not in self.ts.fielddefs:
                 raise RtFusionError(f'{topic}: type {typename} unknown to the bag writer')
             conn = self.conns[topic] = self.writer.add_connection(
-                topic, typename, typestore=self.ts
+                topic, typename, typestore=self.ts, offered_qos_profiles=self.qos
             )
         self.writer.write(conn, log_ns, data)
         self.counts[topic] = self.counts.get(topic, 0) + 1

@@ -33,7 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from rt_fusion.core.scenario import sensors as sm
-from rt_fusion.core.scenario.bagout import BagWriter, header, make, typestore
+from rt_fusion.core.scenario.bagout import BAG_VERSION, BagWriter, header, make, typestore
 from rt_fusion.core.scenario.render import Look, render, shown_fractions
 from rt_fusion.core.scenario.world import World, build_world, ego_frame
 
@@ -452,6 +452,7 @@ def generate(
     *,
     raw_images: bool = False,
     storage: str = 'mcap',
+    bag_version: int = BAG_VERSION,
     clips_dir: Path | None = None,
     progress: Callable[[float], None] | None = None,
     camera: sm.CameraModel | None = None,
@@ -465,13 +466,14 @@ def generate(
     ``CameraModel.sized``); ``cameras``: 1 (the front camera) or 4 (the surround rig,
     :data:`sensors.RIG`: the others on ``/camera_<name>/out/...``, the same lens at their
     :data:`sensors.MOUNTS`; the ground truth stays the front camera's); ``workers`` > 1 renders
-    the camera frames in that many processes (the same bag, byte for byte)."""
+    the camera frames in that many processes (the same bag, byte for byte); ``bag_version``: the
+    rosbag2 metadata version (:data:`bagout.READERS`: 8 for Humble's ``ros2 bag``)."""
 
     world = build_world(scenario, seconds)
     ts = typestore()
     cam = camera or sm.VEHICLE
     out.mkdir(parents=True, exist_ok=True)
-    writer = BagWriter(out / 'bag', ts, storage)
+    writer = BagWriter(out / 'bag', ts, storage, bag_version)
     if cameras not in (1, len(sm.RIG)):
         raise ValueError(f'cameras {cameras}: 1 or {len(sm.RIG)}')
     pool = (
