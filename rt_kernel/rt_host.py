@@ -84,6 +84,7 @@ JETPACKS = {
     36: JetPack('6.2', '22.04', 'jammy', 'humble', '5.15'),
     38: JetPack('7.2', '24.04', 'noble', 'jazzy', '6.8'),
 }
+SUPPORTED = ', '.join(f'r{k} (JetPack {v.jetpack})' for k, v in JETPACKS.items())
 DEFAULTS = {
     'rt_cpus': '8-11',
     'housekeeping_cpus': '0-7',
@@ -234,13 +235,12 @@ class Host:
         else:
             installed = [p for p in RT_PACKAGES if self._dpkg_installed(p)]
             jp = self.jetpack()
-            supported = ', '.join(f'r{k} (JetPack {v.jetpack})' for k, v in JETPACKS.items())
             out.append(
                 Check(
                     'L4T release',
                     f'{release} = JetPack {jp.jetpack}' if jp else release,
                     jp is not None,
-                    f'rt_fusion supports {supported}',
+                    f'rt_fusion supports {SUPPORTED}',
                 )
             )
             if jp is not None:
@@ -292,8 +292,7 @@ class Host:
                 '`pro enable realtime-kernel`)'
             )
         if self.jetpack() is None:
-            supported = ', '.join(f'r{k} (JetPack {v.jetpack})' for k, v in JETPACKS.items())
-            raise HostError(f'kernel: L4T {release} is not supported (supported: {supported})')
+            raise HostError(f'kernel: L4T {release} is not supported (supported: {SUPPORTED})')
         source = self.path('/etc/apt/sources.list.d/nvidia-l4t-rt-kernel.list')
         line = f'deb {self.conf["rt_kernel_repo"]} {release} main'
         if not source.exists() or line not in source.read_text():
