@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from rt_fusion.ros.launching import group_processes
+from rt_fusion.ros.harness.launching import group_processes
 
 ROOT = Path(__file__).resolve().parents[1]
 # The venv the tests run in: .venv (Jazzy, the default) or .venv-kilted (ROS_DISTRO=kilted).

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import yaml
 
-from rt_fusion.ros.graph_runs import graph_params
+from rt_fusion.ros.harness.scenarios import graph_params
 from tests.conftest import ROOT
 
 

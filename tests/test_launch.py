@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 import yaml
 
-from rt_fusion.ros import graph, launching
+from rt_fusion.ros import graph
+from rt_fusion.ros.harness import launching
 from tests.conftest import (
     ROOT,
     VENV,

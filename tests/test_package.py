@@ -215,7 +215,7 @@ def test_colcon_lists_both_packages_of_a_clone_in_a_workspace(tmp_path: Path) ->
 
 
 def test_tools_import_the_library_not_each_other() -> None:
-    tools = {p.stem for p in (ROOT / 'tools').glob('*.py')} - {'__init__', 'report'}
+    tools = {p.stem for p in (ROOT / 'tools').glob('*.py')} - {'__init__'}
     offenders = []
     for path in sorted((ROOT / 'tools').glob('*.py')):
         for node in ast.walk(ast.parse(path.read_text())):

@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from rich.table import Table  # noqa: PLC0415
 
-    from rt_fusion_tools import report  # noqa: PLC0415
+    from rt_fusion import report  # noqa: PLC0415
 
     cycles, decoder = decode_log(args.log, args.sensor_id)
     if not args.summary:

@@ -32,8 +32,8 @@ from typing import Any
 
 import numpy as np
 
+from rt_fusion import report
 from rt_fusion.core.latency import summarize_ns
-from rt_fusion_tools import report
 
 ROOT = Path(__file__).resolve().parents[1]
 E2E = 'camera → trajectory (end to end)'

@@ -321,7 +321,7 @@ def main(argv: list[str] | None = None) -> int:
     cuda = args.device.startswith('cuda')
     precision = args.precision or ('fp16' if cuda and args.backend == 'torch' else 'fp32')
 
-    from rt_fusion_tools import report  # noqa: PLC0415
+    from rt_fusion import report  # noqa: PLC0415
 
     configs = [(precision, not args.no_cuda_graph)]
     if args.matrix and cuda:

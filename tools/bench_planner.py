@@ -388,7 +388,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.quick:
         args.solves, args.loop_s = 300, 15.0
-    from rt_fusion_tools import report  # noqa: PLC0415
+    from rt_fusion import report  # noqa: PLC0415
 
     cpu = (os.cpu_count() or 1) - 1
     solve = bench_solve(args.solves, max(20, args.solves // 10), args.seed, cpu)

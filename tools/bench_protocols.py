@@ -323,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--out', type=Path, default=ROOT / 'results' / 'bench')
     args = parser.parse_args(argv)
 
-    from rt_fusion_tools import report  # noqa: PLC0415
+    from rt_fusion import report  # noqa: PLC0415
 
     ars_fps, ars_t = bench_ars408(20 if args.quick else 200)
     xs_fps, xs_t = bench_xsens(5000 if args.quick else 50_000)

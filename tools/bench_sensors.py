@@ -223,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
         print('bench_sensors: ../shared/data is missing; nothing to play')
         return 0
 
-    from rt_fusion_tools import report  # noqa: PLC0415
+    from rt_fusion import report  # noqa: PLC0415
 
     seconds = 4.0 if args.quick else 10.0
     with tempfile.TemporaryDirectory() as tmp_name:

@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from rich.progress import Progress  # noqa: PLC0415
 
-    from rt_fusion_tools import report  # noqa: PLC0415
+    from rt_fusion import report  # noqa: PLC0415
 
     streams = simulate(seconds, args.seed)
     # Interleave every sample of every stream in receive order, as the host sees them.

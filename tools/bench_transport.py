@@ -368,8 +368,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from rich.progress import Progress  # noqa: PLC0415
 
+    from rt_fusion import report  # noqa: PLC0415
     from rt_fusion.core.latency import summarize_ns  # noqa: PLC0415
-    from rt_fusion_tools import report  # noqa: PLC0415
 
     plan = scenarios(args.quick)
     paths = [p for p in args.paths.split(',') if p]

@@ -43,7 +43,6 @@ on it, or a segment of ours leaked.
 from __future__ import annotations
 
 import argparse
-import functools
 import os
 import re
 import signal
@@ -54,16 +53,17 @@ from typing import Any
 
 import numpy as np
 
-from rt_fusion_tools import report
+from rt_fusion import report
+from rt_fusion.ros import graph
 
 ROOT = Path(__file__).resolve().parents[1]
 OUTPUTS = {
-    'camera': ('/camera/out/image/shm', 'rt_fusion_msgs/msg/ShmFrame'),
-    'radar': ('/radar/out/objects', 'rt_fusion_msgs/msg/RadarObjects'),
-    'imu': ('/imu/out/imu', 'sensor_msgs/msg/Imu'),
-    'microphone': ('/microphone/out/audio', 'rt_fusion_msgs/msg/AudioChunk'),
-    'fusion': ('/fusion/out/objects', 'rt_fusion_msgs/msg/ObjectArray'),
-    'planner': ('/planner/out/trajectory', 'rt_fusion_msgs/msg/Trajectory'),
+    'camera': (graph.CAMERA_TOPIC + graph.SHM_SUFFIX, 'rt_fusion_msgs/msg/ShmFrame'),
+    'radar': (graph.RADAR_TOPIC, 'rt_fusion_msgs/msg/RadarObjects'),
+    'imu': (graph.IMU_TOPIC, 'sensor_msgs/msg/Imu'),
+    'microphone': (graph.AUDIO_TOPIC, 'rt_fusion_msgs/msg/AudioChunk'),
+    'fusion': (graph.OBJECTS_TOPIC, 'rt_fusion_msgs/msg/ObjectArray'),
+    'planner': (graph.TRAJECTORY_TOPIC, 'rt_fusion_msgs/msg/Trajectory'),
 }
 # Who may idle while a node is down: the planner publishes only on the fusion's objects.
 DEPENDS = {'fusion': {'planner'}}
@@ -75,7 +75,7 @@ STEP = re.compile(r'([a-zA-Z ]+?) (\d+\.\d+)')
 def node_pid(pgid: int, name: str, keeper: bool = False) -> int | None:
     """The pid of node ``name``'s process in a launch's group; with ``keeper``, the process
     launch started (the node's warm keeper when there is one)."""
-    from rt_fusion.ros.launching import node_processes  # noqa: PLC0415
+    from rt_fusion.ros.harness.launching import node_processes  # noqa: PLC0415
 
     pids = node_processes(pgid).get(name)
     return None if pids is None else pids[1 if keeper else 0]
@@ -101,64 +101,6 @@ def shm_segments(domain: str) -> list[str]:
     """This ROS domain's rt_fusion shared-memory segments."""
     prefix = f'rt_fusion_d{domain}_'
     return sorted(p.name for p in Path('/dev/shm').iterdir() if p.name.startswith(prefix))
-
-
-class Probe:
-    """Counts messages (with arrival times) on every node's output; keeps the fusion's last
-    diagnostics."""
-
-    def __init__(self, names: list[str]) -> None:
-        import rclpy  # noqa: PLC0415
-        from diagnostic_msgs.msg import DiagnosticArray  # noqa: PLC0415
-        from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: PLC0415
-
-        from rt_fusion.ros import diagnostics  # noqa: PLC0415
-        from rt_fusion.ros.conversions import message_class  # noqa: PLC0415
-
-        rclpy.init()
-        self.rclpy = rclpy
-        self.node = rclpy.create_node('chaos_probe')
-        # Best effort matches reliable and best-effort publishers alike.
-        qos = QoSProfile(depth=100, reliability=ReliabilityPolicy.BEST_EFFORT)
-        self.arrivals: dict[str, list[float]] = {n: [] for n in names}
-        self.fusion: dict[str, str] = {}
-        for name in names:
-            topic, typename = OUTPUTS[name]
-            # raw: the probe counts arrivals and deserialises nothing (the IMU's 400 Hz in
-            # Python took a third of a core of this 2-core VM from the graph it measures).
-            self.node.create_subscription(
-                message_class(typename),
-                topic,
-                functools.partial(self._arrived, name),
-                qos,
-                raw=True,
-            )
-
-        def on_diag(msg: Any) -> None:
-            for _status, values in diagnostics.statuses(msg, 'fusion'):
-                self.fusion = values
-
-        self.node.create_subscription(DiagnosticArray, '/diagnostics', on_diag, 50)
-
-    def _arrived(self, name: str, _msg: Any) -> None:
-        self.arrivals[name].append(time.monotonic())
-
-    def spin(self, seconds: float) -> None:
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            self.rclpy.spin_once(self.node, timeout_sec=0.02)
-
-    def count(self, name: str, lo: float, hi: float) -> int:
-        return sum(1 for t in self.arrivals[name] if lo <= t < hi)
-
-    def first_after(self, name: str, t: float) -> float | None:
-        return next((x for x in self.arrivals[name] if x > t), None)
-
-    def close(self) -> None:
-        from rt_fusion.ros import compat  # noqa: PLC0415
-
-        self.node.destroy_node()
-        compat.try_shutdown()
 
 
 def plot(path: Path, rows: list[dict[str, Any]], how: str) -> None:
@@ -242,7 +184,6 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f'--nodes: unknown {unknown} (nodes: {sorted(OUTPUTS)})')
     domain = os.environ.get('ROS_DOMAIN_ID', '44')
     os.environ.update(ROS_DOMAIN_ID=domain, ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST')
-    from rt_fusion.ros import graph  # noqa: PLC0415
 
     for var in ('FASTRTPS_DEFAULT_PROFILES_FILE', 'FASTDDS_DEFAULT_PROFILES_FILE'):
         os.environ.pop(var, None)
@@ -250,7 +191,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.update(graph.dds_profile_env(args.dds_profile, ROOT / 'config'))
     args.out.mkdir(parents=True, exist_ok=True)
 
-    from rt_fusion.ros import launching  # noqa: PLC0415
+    from rt_fusion.ros.harness import launching  # noqa: PLC0415
+    from rt_fusion.ros.harness.recorder import Recorder  # noqa: PLC0415
 
     overrides = args.out / 'dev.yaml'
     overrides.write_text(
@@ -261,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
 
     shm_before = shm_segments(domain)
     dds_before = set(dds_shm.names())  # live or not: only what this run leaves counts
-    probe = Probe(list(OUTPUTS))
+    probe = Recorder('chaos_probe', outputs=False, arrivals=OUTPUTS)
     launched = launching.LaunchedGraph(
         'vehicle.launch.py',
         {
@@ -349,11 +291,13 @@ def main(argv: list[str] | None = None) -> int:
                 f'stalled meanwhile: {stalled or "none"}'
             )
             probe.spin(2.0)  # the fusion's diagnostics of the outage, too
-            camera_less = max(camera_less, int(probe.fusion.get('frames_without_camera') or 0))
+            camera_less = max(
+                camera_less, int(probe.fusion_status.get('frames_without_camera') or 0)
+            )
         shm_end = shm_segments(domain)
     finally:
         status = launched.stop(timeout_s=30.0)
-        fusion = dict(probe.fusion)
+        fusion = dict(probe.fusion_status)
         probe.close()
     shm_after = shm_segments(domain)
     leaked = sorted(set(shm_after) - set(shm_before))

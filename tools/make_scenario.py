@@ -26,13 +26,13 @@ from typing import Any
 
 import numpy as np
 
+from rt_fusion import report
 from rt_fusion.core.scenario import library
 from rt_fusion.core.scenario import sensors as sm
 from rt_fusion.core.scenario.bagout import BAG_VERSION, READERS
 from rt_fusion.core.scenario.generate import generate
 from rt_fusion.core.scenario.render import Look, render
 from rt_fusion.core.scenario.world import ScenarioError, World
-from rt_fusion_tools import report
 
 ROOT = Path(__file__).resolve().parents[1]
 LIBRARY = ROOT / 'config' / 'scenarios'

@@ -44,12 +44,12 @@ from rclpy.signals import SignalHandlerOptions
 from sensor_msgs.msg import Image
 from std_msgs.msg import UInt64
 
+from rt_fusion import report
 from rt_fusion.core.scenario.bagout import BAG_VERSION, READERS, BagWriter, typestore
 from rt_fusion.ros import compat
 from rt_fusion.ros.conversions import message_class
 from rt_fusion.ros.node_utils import make_executor
 from rt_fusion.ros.shm_transport import ImageCodec, ShmSubscription
-from rt_fusion_tools import report
 
 SHM_TYPE = 'rt_fusion_msgs/msg/ShmFrame'
 IMAGE_TYPE = 'sensor_msgs/msg/Image'

@@ -267,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f'--cpu {args.cpu}: this machine has CPUs 0..{n - 1}')
     from rich.table import Table  # noqa: PLC0415
 
-    from rt_fusion_tools.report import console  # noqa: PLC0415
+    from rt_fusion.report import console  # noqa: PLC0415
 
     facts = realtime.system_facts()
     stop = multiprocessing.Event()

@@ -33,18 +33,19 @@ from typing import Any
 
 import numpy as np
 
+from rt_fusion import report
 from rt_fusion.core.latency import summarize_ns
-from rt_fusion_tools import report
+from rt_fusion.ros import graph
 
 ROOT = Path(__file__).resolve().parents[1]
-START_TOPIC = '/soak/start'
+START_TOPIC = graph.start_topic('soak')
 GRACE_NS = 3_000_000_000  # a frame younger than this at a sample may still be in flight
 FD_READS, FD_READ_GAP_S = 3, 0.1  # open files per sample: the fewest of these reads
 
 
 def node_processes(pgid: int) -> dict[str, int]:
     """name -> pid of the rt_fusion node processes of a launch's process group."""
-    from rt_fusion.ros.launching import group_argv  # noqa: PLC0415
+    from rt_fusion.ros.harness.launching import group_argv  # noqa: PLC0415
 
     out: dict[str, int] = {}
     for pid, argv in group_argv(pgid).items():
@@ -106,7 +107,7 @@ def shm_segments(domain: str) -> int:
 
 def interval(watch: Any, lo_ns: int, hi_ns: int) -> dict[str, Any]:
     """Frames committed with stamps in [lo, hi): how many, lost, and their latencies [ms]."""
-    frames = [s for s in watch.committed if lo_ns <= s < hi_ns]
+    frames = [s for s in watch.frame_stamps if lo_ns <= s < hi_ns]
     fused = [watch.fused[s] - s for s in frames if s in watch.fused]
     planned = [watch.planned[s] - s for s in frames if s in watch.planned]
     fs, ps = summarize_ns(fused), summarize_ns(planned)
@@ -182,11 +183,9 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.update(ROS_DOMAIN_ID=domain, ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST')
     args.out.mkdir(parents=True, exist_ok=True)
 
-    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: PLC0415
-    from std_msgs.msg import UInt64  # noqa: PLC0415
-
-    from rt_fusion.ros import launching  # noqa: PLC0415
-    from rt_fusion.ros.graph_runs import FrameWatch, graph_params, scenario_bag  # noqa: PLC0415
+    from rt_fusion.ros.harness import launching  # noqa: PLC0415
+    from rt_fusion.ros.harness.recorder import Recorder  # noqa: PLC0415
+    from rt_fusion.ros.harness.scenarios import graph_params, scenario_bag  # noqa: PLC0415
 
     bag, _speed = scenario_bag(
         args.scenario,
@@ -206,13 +205,7 @@ def main(argv: list[str] | None = None) -> int:
         device=args.device,
         infer_period_s=infer,
     )
-    watch = FrameWatch('soak_probe')
-    latched = QoSProfile(
-        depth=1,
-        reliability=ReliabilityPolicy.RELIABLE,
-        durability=DurabilityPolicy.TRANSIENT_LOCAL,
-    )
-    start = watch.node.create_publisher(UInt64, START_TOPIC, latched)
+    watch = Recorder('soak_probe', cameras=('front',))
     launched = launching.LaunchedGraph(
         'replay.launch.py',
         {
@@ -236,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
                 why = '; '.join(launched.died()) or 'timeout'
                 raise SystemExit(f'soak: the graph did not come up ({why}); see {args.out}')
             watch.spin(0.2)
-        start.publish(UInt64(data=1))
+        watch.send_start(START_TOPIC)
         t0_mono, t0_ns = time.monotonic(), time.time_ns()
         pids = node_processes(launched.popen.pid)
         report.console.print(

@@ -33,9 +33,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from rt_fusion.ros import graph
+
 ROOT = Path(__file__).resolve().parents[1]
 
-START_TOPIC = '/two_hosts/start'
+START_TOPIC = graph.start_topic('two_hosts')
 SUBNET = '10.201.{}.{}'
 FALLBACK = 'shared memory unusable'
 QUIET_S = 5.0  # the probe stops once nothing new came for this long
@@ -104,22 +106,16 @@ def node_argv(module: str, *ros_args: str) -> list[str]:
 def probe_main(seconds: float, out: Path) -> int:
     """The measuring probe (run on the compute host): waits for fusion and planner, starts the
     replay, records frames and outputs for ``seconds`` + settling, writes JSON."""
-    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: PLC0415
-    from std_msgs.msg import UInt64  # noqa: PLC0415
+    from rt_fusion.ros.harness.recorder import Recorder  # noqa: PLC0415
 
-    from rt_fusion.ros.graph_runs import FrameWatch  # noqa: PLC0415
-
-    watch = FrameWatch('two_hosts_probe')
-    latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
-    latched.durability = DurabilityPolicy.TRANSIENT_LOCAL
-    start = watch.node.create_publisher(UInt64, START_TOPIC, latched)
+    watch = Recorder('two_hosts_probe', cameras=('front',))
     end = time.monotonic() + 120.0
     while not watch.graph_ready():
         if time.monotonic() > end:
             print('PROBE no fusion/planner publishers', flush=True)
             return 1
         watch.spin(0.2)
-    start.publish(UInt64(data=1))
+    watch.send_start(START_TOPIC)
     print('PROBE started', flush=True)
     # The replay's whole stream, however long a loaded machine takes for it: at least the
     # scenario and some settling, then until nothing new came for QUIET_S (a deadline bounds it).
@@ -128,7 +124,7 @@ def probe_main(seconds: float, out: Path) -> int:
     deadline = time.monotonic() + 5.0 * seconds + 30.0
     seen = -1
     while time.monotonic() < deadline:
-        now = len(watch.committed) + len(watch.fused) + len(watch.planned)
+        now = len(watch.frame_stamps) + len(watch.fused) + len(watch.planned)
         if now == seen:
             break
         seen = now
@@ -136,7 +132,7 @@ def probe_main(seconds: float, out: Path) -> int:
     out.write_text(
         json.dumps(
             {
-                'committed': watch.committed,
+                'committed': watch.frame_stamps,
                 'fused': list(watch.fused.items()),
                 'planned': list(watch.planned.items()),
             }
@@ -256,9 +252,9 @@ def main(argv: list[str] | None = None) -> int:
     if os.geteuid() != 0:
         print('two_hosts: needs root (network namespaces, veth, mounts)', file=sys.stderr)
         return 2
+    from rt_fusion import report  # noqa: PLC0415
     from rt_fusion.ros import graph  # noqa: PLC0415
-    from rt_fusion.ros.graph_runs import graph_params, scenario_bag  # noqa: PLC0415
-    from rt_fusion_tools import report  # noqa: PLC0415
+    from rt_fusion.ros.harness.scenarios import graph_params, scenario_bag  # noqa: PLC0415
 
     args.out.mkdir(parents=True, exist_ok=True)
     bag, _speed = scenario_bag(

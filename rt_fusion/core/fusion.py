@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from rt_fusion.core import rotation
 from rt_fusion.core.camera import undistort_points
 from rt_fusion.core.errors import ParameterError
 from rt_fusion.core.params import param
@@ -538,8 +539,7 @@ class FusionEngine:
     def _advance_ego(self, frame: AlignedFrame) -> None:
         dyaw = yaw_rate = accel_x = None
         if frame.imu is not None:
-            w, x, y, z = frame.imu.rotation
-            dyaw = math.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
+            dyaw = rotation.yaw(*frame.imu.rotation)
             yaw_rate, accel_x = frame.imu.gyro[2], frame.imu.accel[0]
         if self.p.ego_speed_mps >= 0.0:  # a fixed speed (tests, a parked recording)
             self.motion.pose.v, self.motion.pose.v_var = self.p.ego_speed_mps, 0.0

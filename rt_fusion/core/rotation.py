@@ -50,3 +50,8 @@ def normalize(q: Quat) -> Quat:
     """q / |q|."""
     n = math.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
     return (q[0] / n, q[1] / n, q[2] / n, q[3] / n)
+
+
+def yaw(w: float, x: float, y: float, z: float) -> float:
+    """Heading [rad] about z of a quaternion (ZYX Euler yaw), in (-pi, pi]."""
+    return math.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))

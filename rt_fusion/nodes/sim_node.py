@@ -329,7 +329,7 @@ class SimNode(node_utils.DeviceNode):
                 ws = self.shm.acquire((self.cam.height, self.cam.width, 3), np.uint8, 'bgr8')
                 np.copyto(ws.array, np.asarray(msg.data).reshape(ws.array.shape))
                 self._acked.clear()
-                self.shm.commit(ws, msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec)
+                self.shm.commit(ws, time_to_ns(msg.header.stamp))
                 self.frames += 1
             elif topic in self.pubs:
                 self._acked.clear()

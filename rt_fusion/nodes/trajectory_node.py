@@ -49,7 +49,7 @@ from rt_fusion.core.planning.ego import EgoPose, PoseHistory
 from rt_fusion.core.planning.emergency import EmergencyParams, EmergencyYield
 from rt_fusion.core.planning.reference import PathError, ReferencePath
 from rt_fusion.ros import node_utils
-from rt_fusion.ros.conversions import ns_to_time, time_to_ns
+from rt_fusion.ros.conversions import ns_to_time, quaternion_yaw, time_to_ns
 from rt_fusion.ros.diagnostics import Level, NodeDiagnostics
 
 
@@ -89,10 +89,6 @@ class TrajectoryNodeParams:
                 self.waypoints_x,
                 'waypoints_x and waypoints_y need the same length >= 2',
             )
-
-
-def _yaw(q: Any) -> float:
-    return math.atan2(2 * (q.w * q.z + q.x * q.y), 1 - 2 * (q.y * q.y + q.z * q.z))
 
 
 class TrajectoryNode(node_utils.DeviceNode):
@@ -227,7 +223,7 @@ class TrajectoryNode(node_utils.DeviceNode):
             EgoPose(
                 pose.position.x,
                 pose.position.y,
-                _yaw(pose.orientation),
+                quaternion_yaw(pose.orientation),
                 float(msg.twist.twist.linear.x),
             ),
         )

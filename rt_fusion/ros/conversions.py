@@ -7,6 +7,7 @@ from typing import Any
 from builtin_interfaces.msg import Time
 from rt_fusion_msgs.msg import ShmFrame
 
+from rt_fusion.core import rotation
 from rt_fusion.core.frame import FrameDescriptor
 
 _NS = 1_000_000_000
@@ -92,3 +93,8 @@ def message_class(type_name: str) -> type:
         raise ValueError(f'not a message type: {type_name!r}')
     module = importlib.import_module(f'{parts[0]}.{parts[1]}')
     return getattr(module, parts[2])  # type: ignore[no-any-return]
+
+
+def quaternion_yaw(q: Any) -> float:
+    """Heading [rad] of a ``geometry_msgs/Quaternion``."""
+    return rotation.yaw(q.w, q.x, q.y, q.z)

@@ -80,6 +80,14 @@ SPEED_TOPIC = '/vehicle/speed'  # the vehicle's wheel speed (std_msgs/Float64, f
 AUDIO_TOPIC = '/microphone/out/audio'
 OBJECTS_TOPIC = '/fusion/out/objects'
 ODOMETRY_TOPIC = '/fusion/out/odometry'
+TRAJECTORY_TOPIC = '/planner/out/trajectory'
+# A bag's camera: the generator's JPEG frames, or raw images a recorder wrote.
+COMPRESSED_CAMERA_TOPIC = f'{CAMERA_TOPIC}/compressed'
+SHM_SUFFIX = '/shm'  # a shared-memory publisher's descriptors: ``<topic>/shm`` (ShmFrame)
+DIAGNOSTICS_TOPIC = '/diagnostics'  # diagnostic_msgs, as the ROS 2 diagnostics stack reads it
+CLOCK_TOPIC = '/clock'  # rosgraph_msgs/Clock (use_sim_time)
+# Lock-step runs: the fusion node acknowledges each input it took in (std_msgs/UInt64).
+ACK_TOPIC = '/fusion/ack'
 
 FUSION = GraphNode(
     'fusion',
@@ -113,7 +121,7 @@ SENSORS = (
 REPLAY = GraphNode('replay', 'replay_node')
 # The closed-loop simulator: a scenario's sensors, its ego driven by the planner's trajectories.
 # It publishes where the sensor nodes and a route planner would (CAMERA_TOPIC, ..., ROUTE_TOPIC).
-SIM = GraphNode('sim', 'sim_node', (('~/in/trajectory', '/planner/out/trajectory'),))
+SIM = GraphNode('sim', 'sim_node', (('~/in/trajectory', TRAJECTORY_TOPIC),))
 
 VEHICLE = (*SENSORS, FUSION, PLANNER)
 REPLAYED = (REPLAY, FUSION, PLANNER)
@@ -127,6 +135,12 @@ def camera_topic(name: str) -> str:
     """The live topic (ShmPublisher base) of a rig camera: CAMERA_TOPIC for the front one,
     ``/camera_<name>/out/image`` for the others (fusion_node's ``cameras``)."""
     return CAMERA_TOPIC if name == 'front' else f'/camera_{name}/out/image'
+
+
+def start_topic(tool: str) -> str:
+    """The latched topic on which a tool's recorder tells a replay or simulator to start
+    (std_msgs/UInt64, the run's number): ``/<tool>/start``."""
+    return f'/{tool}/start'
 
 
 def fusion_cameras(sections: dict[str, Any]) -> tuple[str, ...]:

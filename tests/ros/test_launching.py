@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from rt_fusion.ros import launching
+from rt_fusion.ros.harness import launching
 
 
 def test_a_plain_shell_gets_the_venv_prefix() -> None:

@@ -170,8 +170,7 @@ def test_closed_loop_the_planner_stops_the_ego_behind_the_stopped_car(tmp_path: 
 
 
 def test_a_regression_names_every_metric_that_got_worse() -> None:
-    sys.path.insert(0, str(ROOT))
-    from tools.evaluate import compare  # noqa: PLC0415
+    from rt_fusion.core.evaluation.runs import compare  # noqa: PLC0415
 
     baseline = {
         'tolerances': {'recall': 0.02, 'pos_err_m': 0.05, 'id_switches': 0},
@@ -187,8 +186,7 @@ def test_a_regression_names_every_metric_that_got_worse() -> None:
 
 
 def test_a_run_without_a_baseline_entry_fails_the_gate() -> None:
-    sys.path.insert(0, str(ROOT))
-    from tools.evaluate import compare  # noqa: PLC0415
+    from rt_fusion.core.evaluation.runs import compare  # noqa: PLC0415
 
     baseline = {'runs': {'a/fused': {'recall': 0.9}}}
     found = compare({'a/fused': {'recall': 0.9}, 'a/camera_only': {'recall': 0.5}}, baseline)
@@ -216,9 +214,8 @@ def test_every_run_of_make_eval_has_a_baseline_entry() -> None:
 def test_an_ablation_is_scored_on_what_its_own_sensor_sees() -> None:
     """An object only the radar sees is visible to the fused and the radar-only runs, not a
     camera-only miss; one only the camera sees is not a radar-only miss."""
-    sys.path.insert(0, str(ROOT))
     from rt_fusion.core.evaluation import truth_frames  # noqa: PLC0415
-    from tools.evaluate import SENSORS  # noqa: PLC0415
+    from rt_fusion.core.evaluation.runs import SENSORS  # noqa: PLC0415
 
     def obj(oid: int, camera: bool, radar: bool) -> dict[str, Any]:
         return {

@@ -1,5 +1,7 @@
 """What every tool prints and writes: latency tables, the RESULT line, PNG plots, JSON results.
 
+The tools' reporting room (rich, matplotlib), above the core and beside the nodes, which never
+use it: :mod:`.tables` (evaluation and demo tables), :mod:`.plots` (the pictures of a run).
 Convention for tools/: a human-readable table, then one final line
 ``RESULT key=value key=value ...`` that scripts parse.
 """

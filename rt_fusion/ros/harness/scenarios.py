@@ -1,6 +1,5 @@
 """What the tools that run the replay graph share (demo, soak, two hosts): a generated scenario
-kept between runs, the fusion and planner parameters of one run, and a probe that follows the
-camera frames through the graph.
+kept between runs, and the fusion and planner parameters of one run.
 """
 
 from __future__ import annotations
@@ -8,10 +7,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from rt_fusion.ros import params_file
 
@@ -121,70 +118,3 @@ def graph_params(
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     return path
-
-
-class FrameWatch:
-    """A node that follows the camera frames: committed (their ShmFrame descriptors), fused
-    (``/fusion/out/objects``, by frame stamp) and planned (``/planner/out/trajectory``), and
-    keeps the fusion node's frame ledger from its ``/diagnostics``."""
-
-    def __init__(self, name: str = 'frame_watch') -> None:
-        import rclpy  # noqa: PLC0415
-        from diagnostic_msgs.msg import DiagnosticArray  # noqa: PLC0415
-        from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: PLC0415
-        from rt_fusion_msgs.msg import ObjectArray, ShmFrame, Trajectory  # noqa: PLC0415
-
-        from rt_fusion.ros import diagnostics  # noqa: PLC0415
-        from rt_fusion.ros.conversions import time_to_ns  # noqa: PLC0415
-        from rt_fusion.ros.shm_transport import HELLO  # noqa: PLC0415
-
-        rclpy.init()
-        self.rclpy = rclpy
-        self.node = rclpy.create_node(name)
-        qos = QoSProfile(depth=500, reliability=ReliabilityPolicy.RELIABLE)
-        self.committed: list[int] = []  # frame stamps
-        self.fused: dict[int, int] = {}  # frame stamp -> objects published_ns
-        self.planned: dict[int, int] = {}  # frame stamp -> trajectory published_ns
-        self.ledger: dict[str, int] = {}  # the fusion node's frame ledger (its diagnostics)
-
-        def on_frame(m: Any) -> None:
-            if m.encoding != HELLO:
-                self.committed.append(time_to_ns(m.header.stamp))
-
-        def on_objects(m: Any) -> None:
-            self.fused.setdefault(time_to_ns(m.header.stamp), int(m.published_ns))
-
-        def on_plan(m: Any) -> None:
-            self.planned.setdefault(time_to_ns(m.objects_stamp), int(m.published_ns))
-
-        def on_diag(msg: Any) -> None:
-            for _status, values in diagnostics.statuses(msg, 'fusion'):
-                self.ledger = {k: int(v) for k, v in values.items() if k.startswith('frames_')}
-
-        self.node.create_subscription(DiagnosticArray, '/diagnostics', on_diag, 20)
-        self.node.create_subscription(ShmFrame, '/camera/out/image/shm', on_frame, qos)
-        self.node.create_subscription(ObjectArray, '/fusion/out/objects', on_objects, qos)
-        self.node.create_subscription(Trajectory, '/planner/out/trajectory', on_plan, qos)
-
-    def spin(self, seconds: float) -> None:
-        """Takes messages in for ``seconds``."""
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            self.rclpy.spin_once(self.node, timeout_sec=0.05)
-
-    def graph_ready(self) -> bool:
-        """Fusion and planner publish and the fusion node spins (its diagnostics arrive: it is
-        configured, its model loaded). Publishers exist from configure on, but descriptors sent
-        before it spins pile up in its keep-last history, and all but the last few are lost (83
-        of 300 frames on a cold H200 start)."""
-        return bool(self.ledger) and all(
-            self.node.get_publishers_info_by_topic(t)
-            for t in ('/fusion/out/objects', '/planner/out/trajectory')
-        )
-
-    def close(self) -> None:
-        """Destroys the node and shuts rclpy down."""
-        from rt_fusion.ros import compat  # noqa: PLC0415
-
-        self.node.destroy_node()
-        compat.try_shutdown()

@@ -1,8 +1,8 @@
 """Starting a graph through its launch file, from tools and tests.
 
-``python -m rt_fusion.ros.launching FILE [name:=value ...]`` runs a launch file of the installed
-package (or a path) in a ``launch.LaunchService`` in its own process, so a tool can start the very
-graph ``ros2 launch`` starts, stop it with SIGINT and keep its own signal handling.
+``python -m rt_fusion.ros.harness.launching FILE [name:=value ...]`` runs a launch file of the
+installed package (or a path) in a ``launch.LaunchService`` in its own process, so a tool can start
+the very graph ``ros2 launch`` starts, stop it with SIGINT and keep its own signal handling.
 :class:`LaunchedGraph` does that from Python and forwards the graph's output lines.
 """
 
@@ -75,7 +75,7 @@ class LaunchedGraph:
     ) -> None:
         if not available():
             raise LaunchUnavailableError
-        argv = [sys.executable, '-m', 'rt_fusion.ros.launching', launch_file]
+        argv = [sys.executable, '-m', 'rt_fusion.ros.harness.launching', launch_file]
         argv += [f'{k}:={v}' for k, v in arguments.items()]
         self.lines: queue.Queue[str] = queue.Queue()
         self.history: list[str] = []  # every line so far (wait_for_line consumes ``lines``)
@@ -243,7 +243,7 @@ def group_processes(pgid: int) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m rt_fusion.ros.launching FILE [name:=value ...]``: LaunchService.run()."""
+    """``python -m rt_fusion.ros.harness.launching FILE [name:=value ...]``: LaunchService."""
     args = list(sys.argv[1:] if argv is None else argv)
     if not args:
         print(__doc__)

@@ -1,0 +1,149 @@
+"""A live run's camera frames stage by stage, and its end-to-end latency per stage.
+
+Plain records in (a recorder's committed-frame counts, the fusion node's own frame ledger from
+its diagnostics, the object lists and trajectories with their stage stamps); dicts out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+# Lineage.msg's stage stamps, in order, and the stages between them a latency table shows.
+LINEAGE = (
+    'capture_ns',
+    'committed_ns',
+    'received_ns',
+    'inputs_complete_ns',
+    'inference_done_ns',
+    'published_ns',
+    'planner_received_ns',
+    'planner_solved_ns',
+    'planner_published_ns',
+)
+BREAKDOWN = (
+    ('  capture → committed (sensor delivery, modelled)', 'capture_ns', 'committed_ns'),
+    ('  committed → fusion took it in (transport)', 'committed_ns', 'received_ns'),
+    ('  taken in → inputs complete (alignment)', 'received_ns', 'inputs_complete_ns'),
+    ('  inputs complete → inference done', 'inputs_complete_ns', 'inference_done_ns'),
+    ('  inputs complete → objects published (fusion)', 'inputs_complete_ns', 'published_ns'),
+    ('  objects published → planner took them (DDS)', 'published_ns', 'planner_received_ns'),
+    ('  planner took them → solved', 'planner_received_ns', 'planner_solved_ns'),
+    ('  solved → trajectory published', 'planner_solved_ns', 'planner_published_ns'),
+)
+E2E = 'camera → trajectory (end to end)'
+COMMITTED_E2E = 'camera committed → trajectory published'
+FUSION = 'fusion node (inputs complete → objects)'
+
+LEDGER_STAGES = (
+    ('committed', "camera frames committed (the ring's sequence numbers, seen by the probe)"),
+    ('transport_lost', 'lost in transport (committed, never delivered nor overrun)'),
+    ('frames_overrun', 'overrun in the ring (policy: newest wins)'),
+    ('frames_stale', 'slot rewritten before its descriptor was read (policy: newest wins)'),
+    ('frames_bad_descriptor', 'descriptor unreadable'),
+    ('frames_delivered', 'delivered to the fusion node'),
+    ('frames_recovered', '… of which read from the ring after DDS dropped their descriptors'),
+    ('frames_queue_dropped', "dropped by the aligner's queue bound (policy)"),
+    ('frames_late', 'too late for the aligner (policy)'),
+    ('frames_out_of_order', 'out of order'),
+    ('frames_torn', 'torn under the network (detected; fused without the camera)'),
+    ('frames_failed', 'failed in the worker'),
+    ('frames_in_flight', 'still in flight at the end'),
+    ('frames_fused', 'fused (objects published)'),
+)
+# The losses no configured bound (a drop policy) explains.
+UNEXPLAINED = (
+    'transport_lost',
+    'frames_bad_descriptor',
+    'frames_out_of_order',
+    'frames_failed',
+    'frames_in_flight',
+)
+
+
+def frame_ledger(
+    committed: int,
+    seen: int,
+    ledger: Mapping[str, int],
+    extra: Mapping[str, tuple[int, Mapping[str, int]]] = {},
+) -> dict[str, Any]:
+    """The run's frames stage by stage: ``committed`` frames (``seen``: those whose descriptor
+    the recorder itself received) and the fusion node's own ``ledger``; ``extra``: a surround
+    rig's other cameras, each (frames committed, its ledger entry). ``unexplained`` names the
+    losses no configured bound explains."""
+    led: dict[str, Any] = {
+        'committed': committed,
+        'probe_missed_descriptors': committed - seen,  # counted by their sequence
+        **ledger,
+    }
+    if not ledger:
+        led['unexplained'] = {'no frame ledger from the fusion node': committed}
+        return led
+    led['transport_lost'] = max(
+        0,
+        committed
+        - led['frames_delivered']
+        - led['frames_overrun']
+        - led.get('frames_stale', 0)
+        - led.get('frames_bad_descriptor', 0),
+    )
+    led['unexplained'] = {
+        label: led[key] for key, label in LEDGER_STAGES if key in UNEXPLAINED and led.get(key)
+    }
+    # A surround rig's other cameras: a frame is used with its front frame, skipped with it
+    # (the detector's period), torn, late (after its front frame stopped waiting for it:
+    # sync.max_wait_s), or unmatched; unmatched frames beyond the front frames the aligner
+    # dropped (their partners) are lost, as are those the transport lost.
+    anchor_dropped = sum(
+        led.get(k, 0) for k in ('frames_queue_dropped', 'frames_late', 'frames_out_of_order')
+    )
+    cameras: dict[str, dict[str, int]] = {}
+    for name, (made, entry) in extra.items():
+        e = dict(entry)
+        e['committed'] = made
+        e['transport_lost'] = max(0, made - e.get('delivered', 0) - e.get('overrun', 0))
+        e['lost'] = (
+            e['transport_lost']
+            + max(0, e.get('unmatched', 0) - anchor_dropped)
+            + e.get('failed', 0)
+            + e.get('in_flight', 0)
+        )
+        cameras[name] = e
+        if e['lost']:
+            led['unexplained'][f'camera {name}: frames lost'] = e['lost']
+    if cameras:
+        led['extra_cameras'] = cameras
+    return led
+
+
+def latency_samples(
+    objects: Sequence[Mapping[str, Any]], plans: Sequence[Mapping[str, Any]], warmup: int
+) -> dict[str, list[int]]:
+    """Per stage, the run's latencies [ns] after its first ``warmup`` object lists: end to end
+    (a frame's stamp to the first trajectory made from it), from the frame's commit to shared
+    memory, inside the fusion node, and broken down by the stage stamps the trajectories carry
+    (a stage a frame did not pass, no inference or no shared memory, is left out)."""
+    fused = objects[warmup:]
+    first = fused[0]['stamp_ns'] if fused else 0
+    seen: set[int] = set()
+    e2e, lineages = [], []
+    for p in plans:  # the first plan made from each object list, after the warm-up
+        st = p['objects_stamp_ns']
+        if st and st >= first and st not in seen:
+            seen.add(st)
+            e2e.append(p['published_ns'] - st)
+            lineages.append(p['lineage'])
+    samples = {
+        E2E: e2e,
+        # the rt_fusion run's (a conventional frame carries no commit stamp)
+        COMMITTED_E2E: [
+            x['planner_published_ns'] - x['committed_ns']
+            for x in lineages
+            if x['committed_ns'] and x['planner_published_ns']
+        ],
+        'camera → objects': [m['published_ns'] - m['stamp_ns'] for m in fused],
+        FUSION: [m['published_ns'] - m['inputs_complete_ns'] for m in fused],
+    }
+    for label, a, b in BREAKDOWN:
+        samples[label] = [x[b] - x[a] for x in lineages if x[a] and x[b]]
+    return samples
