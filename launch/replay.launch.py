@@ -32,7 +32,7 @@ from launch.substitutions import LaunchConfiguration
 from rt_fusion.core.bag import open_reader
 from rt_fusion.ros import graph
 
-CAMERA = '/camera/out/image/compressed'
+CAMERA = graph.COMPRESSED_CAMERA_TOPIC
 
 
 def generate_launch_description() -> LaunchDescription:
@@ -94,10 +94,8 @@ def generate_launch_description() -> LaunchDescription:
         extra = graph.fusion_cameras(sections)
         # Lists of strings cannot hold a substitution (launch joins them): resolved here.
         camera = LaunchConfiguration('camera_topic').perform(context)
-        if extra and not camera.startswith('/camera/'):
-            raise ValueError(f'camera_topic {camera}: extra cameras need it under /camera/')
         rig = {camera: graph.CAMERA_TOPIC} | {
-            camera.replace('/camera/', f'/camera_{n}/', 1): graph.camera_topic(n) for n in extra
+            graph.rig_topic(camera, n): graph.camera_topic(n) for n in extra
         }
         listed = [graph.IMU_TOPIC, graph.RADAR_TOPIC, *rig]
         # The vehicle speed when the bag has it, and the microphone (the fusion's hearing) asked.

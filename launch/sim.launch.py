@@ -24,7 +24,7 @@ from launch.substitutions import LaunchConfiguration
 
 from rt_fusion.ros import graph
 
-ACK = '/fusion/ack'
+ACK = graph.ACK_TOPIC
 
 
 def generate_launch_description() -> LaunchDescription:

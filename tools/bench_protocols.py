@@ -38,6 +38,7 @@ from rt_fusion.core.protocols.ars408 import (
     Ars408Decoder,
     load_database,
 )
+from rt_fusion.ros import graph
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / 'shared' / 'data'
@@ -204,7 +205,7 @@ def bench_nodes(quick: bool) -> dict[str, float]:
             [
                 py,
                 'tools/topic_echo.py',
-                '/diagnostics',
+                graph.DIAGNOSTICS_TOPIC,
                 'diagnostic_msgs/msg/DiagnosticArray',
                 '--timeout',
                 '14' if quick else '40',
@@ -265,7 +266,7 @@ def bench_nodes(quick: bool) -> dict[str, float]:
             [
                 py,
                 'tools/topic_echo.py',
-                '/diagnostics',
+                graph.DIAGNOSTICS_TOPIC,
                 'diagnostic_msgs/msg/DiagnosticArray',
                 '--timeout',
                 '16' if quick else '50',

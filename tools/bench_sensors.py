@@ -28,6 +28,8 @@ from pathlib import Path
 
 import cv2
 
+from rt_fusion.ros import graph
+
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / 'shared' / 'data'
 
@@ -80,7 +82,7 @@ def bench_camera(fps: float, seconds: float, tmp: Path) -> dict[str, float]:
         [
             sys.executable,
             'tools/topic_echo.py',
-            '/diagnostics',
+            graph.DIAGNOSTICS_TOPIC,
             'diagnostic_msgs/msg/DiagnosticArray',
             '--timeout',
             str(seconds + 6),
@@ -145,7 +147,7 @@ def bench_microphone(tmp: Path) -> dict[str, float]:
         [
             sys.executable,
             'tools/topic_echo.py',
-            '/diagnostics',
+            graph.DIAGNOSTICS_TOPIC,
             'diagnostic_msgs/msg/DiagnosticArray',
             '--timeout',
             '14',

@@ -147,12 +147,11 @@ def run_layout(
 ) -> dict[str, Any]:
     """One layout: the replay on host 0; fusion, planner and probe on host 1 when ``split``."""
     from rt_fusion.core.latency import summarize_ns  # noqa: PLC0415
-    from rt_fusion.ros import graph  # noqa: PLC0415
 
     compute = 1 if split else 0
     logs = out / ('two_hosts' if split else 'one_host')
     logs.mkdir(parents=True, exist_ok=True)
-    camera = '/camera/out/image/compressed'
+    camera = graph.COMPRESSED_CAMERA_TOPIC
 
     def remaps(node: Any) -> list[str]:
         return [x for a, b in node.remappings for x in ('-r', f'{a}:={b}')]

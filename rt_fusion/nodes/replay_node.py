@@ -43,7 +43,7 @@ from rt_fusion.core.bag_integrity import IntegrityError, verify
 from rt_fusion.core.errors import ParameterError
 from rt_fusion.core.replay import Pacer, ReplayParams, Restamper, parse_pairs, parse_remaps
 from rt_fusion.core.shm import ShmRingWriter
-from rt_fusion.ros import compat, node_utils
+from rt_fusion.ros import compat, graph, node_utils
 from rt_fusion.ros.conversions import descriptor_to_msg, message_class, ns_to_time, time_to_ns
 from rt_fusion.ros.shm_transport import ShmPublisher, segment_name
 
@@ -161,7 +161,9 @@ class ReplayNode(node_utils.DeviceNode):
                     self.classes[topic], remaps.get(topic, topic), qos
                 )
         self.topics = [t for t in topics if t not in self.shm_map] + list(self.shm_map)
-        self.clock_pub = self.create_publisher(Clock, '/clock', 10) if p.publish_clock else None
+        self.clock_pub = (
+            self.create_publisher(Clock, graph.CLOCK_TOPIC, 10) if p.publish_clock else None
+        )
         self.ack_sub = (
             self.create_subscription(UInt64, p.ack_topic, lambda _m: self._acked.set(), qos)
             if p.mode == 'lockstep'

@@ -45,19 +45,14 @@ from rt_fusion.ros import compat, graph, node_utils
 from rt_fusion.ros.conversions import message_class, ns_to_time, time_to_ns
 from rt_fusion.ros.shm_transport import ShmPublisher, segment_name
 
-CAMERA = '/camera/out/image'
-# What the fusion node takes in (and acknowledges); camera_info goes out unacknowledged.
-TOPICS = {
-    '/radar/out/objects': graph.RADAR_TOPIC,
-    '/imu/out/imu': graph.IMU_TOPIC,
-    '/vehicle/speed': graph.SPEED_TOPIC,
-    '/microphone/out/audio': graph.AUDIO_TOPIC,
-}
+CAMERA = graph.CAMERA_TOPIC
+# What the fusion node takes in (and acknowledges), published on the topics the generator's
+# streams are named after; camera_info goes out unacknowledged.
 TYPES = {
-    '/radar/out/objects': 'rt_fusion_msgs/msg/RadarObjects',
-    '/imu/out/imu': 'sensor_msgs/msg/Imu',
-    '/vehicle/speed': 'std_msgs/msg/Float64',
-    '/microphone/out/audio': 'rt_fusion_msgs/msg/AudioChunk',
+    graph.RADAR_TOPIC: 'rt_fusion_msgs/msg/RadarObjects',
+    graph.IMU_TOPIC: 'sensor_msgs/msg/Imu',
+    graph.SPEED_TOPIC: 'std_msgs/msg/Float64',
+    graph.AUDIO_TOPIC: 'rt_fusion_msgs/msg/AudioChunk',
 }
 
 
@@ -169,10 +164,10 @@ class SimNode(node_utils.DeviceNode):
         self.finished = Future()
         reliable = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
         self.pubs: dict[str, Any] = {}
-        for name, live in TOPICS.items():
-            if name == '/microphone/out/audio' and not p.audio:
+        for name, typename in TYPES.items():
+            if name == graph.AUDIO_TOPIC and not p.audio:
                 continue
-            self.pubs[name] = self.create_publisher(message_class(TYPES[name]), live, reliable)
+            self.pubs[name] = self.create_publisher(message_class(typename), name, reliable)
         self.shm = ShmPublisher(
             self,
             CAMERA,

@@ -18,7 +18,9 @@ from typing import Any
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.node import Node
 
-TOPIC = '/diagnostics'
+from rt_fusion.ros import graph
+
+TOPIC = graph.DIAGNOSTICS_TOPIC
 
 
 class Level(enum.IntEnum):

@@ -137,6 +137,19 @@ def camera_topic(name: str) -> str:
     return CAMERA_TOPIC if name == 'front' else f'/camera_{name}/out/image'
 
 
+def rig_topic(front: str, name: str) -> str:
+    """A rig camera's topic in a bag, from the front camera's (``/camera/...`` becomes
+    ``/camera_<name>/...``: tools/make_scenario.py --cameras 4).
+
+    Raises:
+        ValueError: ``front`` is not under ``/camera/``.
+    """
+    prefix = CAMERA_TOPIC.rsplit('/out/', 1)[0] + '/'
+    if not front.startswith(prefix):
+        raise ValueError(f'camera_topic {front}: extra cameras need it under {prefix}')
+    return front.replace(prefix, f'{prefix[:-1]}_{name}/', 1)
+
+
 def start_topic(tool: str) -> str:
     """The latched topic on which a tool's recorder tells a replay or simulator to start
     (std_msgs/UInt64, the run's number): ``/<tool>/start``."""

@@ -62,6 +62,13 @@ OBJECT_CLASS = {'car': 1, 'truck': 2, 'pedestrian': 3, 'bicycle': 4, 'static': 6
 EMERGENCY_VEHICLE = 7  # rt_fusion_msgs/Object CLASS_EMERGENCY_VEHICLE
 
 Item = tuple[int, int, str, str, Any]  # log_ns, tie-break, topic, type, message
+# The bag's topics are the live graph's (rt_fusion.ros.graph names them; this ROS-free core
+# cannot import it, and tests/test_topics.py holds the two together).
+RADAR_TOPIC = '/radar/out/objects'
+IMU_TOPIC = '/imu/out/imu'
+SPEED_TOPIC = '/vehicle/speed'
+AUDIO_TOPIC = '/microphone/out/audio'
+CAMERA_BASE = '/camera'  # + /out/image/compressed (or /out/image: raw)
 IMU_DEVICE_TOPIC = '/scenario/imu/device_time'
 IMU_CLOCK_SKEW_PPM = 40.0  # the IMU's oscillator runs this much fast
 IMU_CLOCK_OFFSET_NS = 1_234_500_000_000  # its counter started long before the host timeline
@@ -79,7 +86,7 @@ def _ns(t: float) -> int:
 
 def camera_base(name: str) -> str:
     """The topic base of a rig camera: ``/camera`` for the front one, ``/camera_<name>``."""
-    return '/camera' if name == 'front' else f'/camera_{name}'
+    return CAMERA_BASE if name == 'front' else f'{CAMERA_BASE}_{name}'
 
 
 def _encode(img: npt.NDArray[np.uint8], raw: bool) -> npt.NDArray[np.uint8]:
@@ -233,7 +240,7 @@ def _radar(ts: Any, world: World, seed: int, model: sm.RadarModel) -> Iterator[I
         yield (
             _ns(t) + DELAY_NS['radar'],
             0,
-            '/radar/out/objects',
+            RADAR_TOPIC,
             'rt_fusion_msgs/msg/RadarObjects',
             msg,
         )
@@ -258,7 +265,7 @@ def _imu(ts: Any, world: World, seed: int, model: sm.ImuModel) -> Iterator[Item]
             linear_acceleration=make(ts, vec, x=s['accel'][0], y=s['accel'][1], z=s['accel'][2]),
             linear_acceleration_covariance=np.diag([model.accel_std**2] * 3).reshape(-1),
         )
-        yield _ns(t) + DELAY_NS['imu'], 0, '/imu/out/imu', 'sensor_msgs/msg/Imu', msg
+        yield _ns(t) + DELAY_NS['imu'], 0, IMU_TOPIC, 'sensor_msgs/msg/Imu', msg
         # The IMU's own clock (SampleTimeFine-like, 100 µs ticks) drifting against the host.
         dev = imu_device_ns(t)
         dev_msg = make(
@@ -270,7 +277,6 @@ def _imu(ts: Any, world: World, seed: int, model: sm.ImuModel) -> Iterator[Item]
         yield _ns(t) + DELAY_NS['imu'], 1, IMU_DEVICE_TOPIC, 'std_msgs/msg/Header', dev_msg
 
 
-SPEED_TOPIC = '/vehicle/speed'
 SPEED_HZ = 50.0
 SPEED_SCALE_ERROR = 0.005  # wheel-speed scale error (tyre radius): 0.5 % fast
 SPEED_NOISE_MPS = 0.03
@@ -310,7 +316,7 @@ def _audio(
             samples=samples,
         )
         log = _ns(t) + int(n / model.rate_hz * 1e9) + DELAY_NS['audio']
-        yield log, 0, '/microphone/out/audio', 'rt_fusion_msgs/msg/AudioChunk', msg
+        yield log, 0, AUDIO_TOPIC, 'rt_fusion_msgs/msg/AudioChunk', msg
 
 
 def truth_at(
