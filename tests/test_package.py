@@ -229,3 +229,13 @@ def test_tools_import_the_library_not_each_other() -> None:
                 if parts[0] in tools or (parts[0] == 'rt_fusion_tools' and parts[-1] in tools):
                     offenders.append(f'{path.name}: {name}')
     assert not offenders, offenders
+
+
+def test_tools_are_thin_command_lines() -> None:
+    """Library code lives in the package: a tool is a command line over it (≤ 300 lines)."""
+    long = {
+        p.name: n
+        for p in sorted((ROOT / 'tools').glob('*.py'))
+        if (n := len(p.read_text().splitlines())) > 300
+    }
+    assert not long, f'tools over 300 lines (move their library parts into rt_fusion/): {long}'

@@ -44,8 +44,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
-import signal
 import sys
 import time
 from pathlib import Path
@@ -54,7 +52,9 @@ from typing import Any
 import numpy as np
 
 from rt_fusion import report
+from rt_fusion.report import plots, tables
 from rt_fusion.ros import graph
+from rt_fusion.ros.harness import outage, processes
 
 ROOT = Path(__file__).resolve().parents[1]
 OUTPUTS = {
@@ -65,74 +65,6 @@ OUTPUTS = {
     'fusion': (graph.OBJECTS_TOPIC, 'rt_fusion_msgs/msg/ObjectArray'),
     'planner': (graph.TRAJECTORY_TOPIC, 'rt_fusion_msgs/msg/Trajectory'),
 }
-# Who may idle while a node is down: the planner publishes only on the fusion's objects.
-DEPENDS = {'fusion': {'planner'}}
-# The node's active line; a process started by node_utils.run says where its start went.
-ACTIVE = re.compile(r'\[INFO\] \[(\d+\.\d+)\] \[(\w+)\]: active(?: \(([^)]*)\))?')
-STEP = re.compile(r'([a-zA-Z ]+?) (\d+\.\d+)')
-
-
-def node_pid(pgid: int, name: str, keeper: bool = False) -> int | None:
-    """The pid of node ``name``'s process in a launch's group; with ``keeper``, the process
-    launch started (the node's warm keeper when there is one)."""
-    from rt_fusion.ros.harness.launching import node_processes  # noqa: PLC0415
-
-    pids = node_processes(pgid).get(name)
-    return None if pids is None else pids[1 if keeper else 0]
-
-
-def started_boot_s(pid: int | None) -> float | None:
-    """When process ``pid`` started, in CLOCK_BOOTTIME seconds (the kernel's clock ticks: 10 ms
-    resolution), or None when it is gone."""
-    from rt_fusion.core import linux  # noqa: PLC0415
-
-    ticks = None if pid is None else linux.process_start_ticks(pid)
-    return None if ticks is None else ticks / os.sysconf('SC_CLK_TCK')
-
-
-def start_steps(text: str | None) -> dict[str, float]:
-    """The steps of an active line's start-up report (``node_utils.StartupTimes``)."""
-    if not text or ': ' not in text:
-        return {}
-    return {m.group(1).strip(): float(m.group(2)) for m in STEP.finditer(text.split(': ', 1)[1])}
-
-
-def shm_segments(domain: str) -> list[str]:
-    """This ROS domain's rt_fusion shared-memory segments."""
-    prefix = f'rt_fusion_d{domain}_'
-    return sorted(p.name for p in Path('/dev/shm').iterdir() if p.name.startswith(prefix))
-
-
-def plot(path: Path, rows: list[dict[str, Any]], how: str) -> None:
-    """Per node: each kill's time to the new process, to ``active``, to output again."""
-    import matplotlib  # noqa: PLC0415
-
-    matplotlib.use('Agg')
-    import matplotlib.pyplot as plt  # noqa: PLC0415
-
-    names = list(dict.fromkeys(r['node'] for r in rows if 'active_s' in r))
-    fig, ax = plt.subplots(figsize=(9, 4.5))
-    marks = (
-        ('spawned_s', 'process started', 'x'),
-        ('active_s', 'active', 'o'),
-        ('output_back_s', 'output again', '^'),
-    )
-    for key, label, marker in marks:
-        xs, ys = [], []
-        for i, name in enumerate(names):
-            vals = [r[key] for r in rows if r['node'] == name and r.get(key) is not None]
-            xs += [i + 0.08 * (k - (len(vals) - 1) / 2) for k in range(len(vals))]  # kills
-            ys += vals
-        ax.scatter(xs, ys, marker=marker, label=label)
-    ax.axhline(1.0, color='0.5', ls='--', lw=1)
-    ax.set_xticks(range(len(names)), names)
-    ax.set_ylabel('seconds after kill -9')
-    ax.set_title(f'chaos: kill -9 and {how} (dashed: 1 s)')
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -201,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     from rt_fusion.core import dds_shm  # noqa: PLC0415
 
-    shm_before = shm_segments(domain)
+    shm_before = processes.shm_segments(domain)
     dds_before = set(dds_shm.names())  # live or not: only what this run leaves counts
     probe = Recorder('chaos_probe', outputs=False, arrivals=OUTPUTS)
     launched = launching.LaunchedGraph(
@@ -233,106 +165,38 @@ def main(argv: list[str] | None = None) -> int:
                 )
             probe.spin(0.2)
         probe.spin(3.0)  # steady flow
-        shm_during = shm_segments(domain)
+        shm_during = processes.shm_segments(domain)
         report.console.print(f'chaos: graph up; shm segments {shm_during}')
         for name in victims * args.rounds:
-            pid = node_pid(launched.popen.pid, name, keeper=args.kill == 'keeper')
-            if pid is None:
-                rows.append({'node': name, 'error': 'no process found'})
+            row = outage.kill_and_time(
+                launched, probe, name, OUTPUTS, keeper=args.kill == 'keeper',
+                deadline_s=args.back_deadline_s,
+            )  # fmt: skip
+            if 'error' in row:
+                rows.append(row)
                 continue
-            seen = len(launched.history)
-            kill_wall, kill_mono = time.time(), time.monotonic()
-            kill_boot = time.clock_gettime(time.CLOCK_BOOTTIME)
-            os.kill(pid, signal.SIGKILL)
-            active_s: float | None = None
-            steps: dict[str, float] = {}
-            deadline = kill_mono + args.back_deadline_s
-            while active_s is None and time.monotonic() < deadline:
-                probe.spin(0.05)
-                for line in launched.history[seen:]:
-                    m = ACTIVE.search(line)
-                    if m and m.group(2) == name and float(m.group(1)) > kill_wall:
-                        active_s = float(m.group(1)) - kill_wall
-                        steps = start_steps(m.group(3))
-                        break
-            while probe.first_after(name, kill_mono + (active_s or 0.0)) is None:
-                if time.monotonic() > deadline:
-                    break
-                probe.spin(0.05)
-            probe.spin(1.0)
-            first = probe.first_after(name, kill_mono + (active_s or 0.0))
-            hi = kill_mono + (active_s if active_s is not None else args.back_deadline_s) + 1.0
-            others = {
-                other: probe.count(other, kill_mono, hi) for other in OUTPUTS if other != name
-            }
-            stalled = [o for o, n in others.items() if n == 0 and o not in DEPENDS.get(name, ())]
-            new_pid = node_pid(launched.popen.pid, name)
-            started = started_boot_s(new_pid)
-            row = {
-                'node': name,
-                'pid': pid,
-                'new_pid': new_pid,
-                # kill -> the new node's process exists (0: a standby, forked before the kill)
-                'spawned_s': None if started is None else max(0.0, started - kill_boot),
-                'active_s': active_s,
-                'start_steps_s': steps,  # where the new process's start went
-                'output_back_s': None if first is None else first - kill_mono,
-                'outage_s': hi - kill_mono,
-                'others': others,
-                'stalled': stalled,
-            }
             rows.append(row)
-            report.console.print(
-                f'  {name:10s} killed (pid {pid}): active again after '
-                f'{"-" if active_s is None else f"{active_s:.2f} s"} (process started after '
-                f'{"-" if started is None else f"{max(0.0, started - kill_boot):.2f} s"}), '
-                'output after '
-                f'{"-" if first is None else f"{first - kill_mono:.2f} s"}; '
-                f'stalled meanwhile: {stalled or "none"}'
-            )
+            report.console.print(outage.describe(row))
             probe.spin(2.0)  # the fusion's diagnostics of the outage, too
             camera_less = max(
                 camera_less, int(probe.fusion_status.get('frames_without_camera') or 0)
             )
-        shm_end = shm_segments(domain)
+        shm_end = processes.shm_segments(domain)
     finally:
         status = launched.stop(timeout_s=30.0)
         fusion = dict(probe.fusion_status)
         probe.close()
-    shm_after = shm_segments(domain)
+    shm_after = processes.shm_segments(domain)
     leaked = sorted(set(shm_after) - set(shm_before))
     # Fast DDS's own segments that the run's processes left (killed nodes): the keepers remove
     # those of dead processes, launch's cold respawn does not.
     dds_left = sorted(set(dds_shm.dead(min_age_s=0.0)) - dds_before)
-    from rich.table import Table  # noqa: PLC0415
-
     how = (
         'launch respawn'
         if args.cold or args.kill == 'keeper'
         else 'warm restart' + (', forked at the death' if args.no_standby else ' from a standby')
     )
-    table = Table(title=f'chaos: kill -9 and {how}, per node', title_justify='left')
-    cols = (
-        'node',
-        'process up [s]',
-        'active again [s]',
-        'its start: imports or fork / ROS / configure / activate [s]',
-        'output again [s]',
-        'others during outage',
-    )
-    for col in cols:
-        table.add_column(col)
-    for row in rows:
-        table.add_row(
-            row['node'],
-            '-' if row.get('spawned_s') is None else f'{row["spawned_s"]:.2f}',
-            '-' if row.get('active_s') is None else f'{row["active_s"]:.2f}',
-            ' / '.join(f'{v:.2f}' for v in row.get('start_steps_s', {}).values()) or '-',
-            '-' if row.get('output_back_s') is None else f'{row["output_back_s"]:.2f}',
-            ', '.join(f'{k} {v}' for k, v in row.get('others', {}).items())
-            or row.get('error', ''),
-        )
-    report.console.print(table)
+    report.console.print(tables.chaos_table(rows, how))
     report.console.print(
         f'fusion: torn {fusion.get("torn", "?")}, camera overruns '
         f'{fusion.get("camera_overruns", "?")}, frames fused without the camera '
@@ -356,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
             'dds_left': dds_left,
         },
     )
-    plot(args.out / 'chaos.png', rows, how)
+    plots.chaos_png(args.out / 'chaos.png', rows, how)
     within = sum(1 for b in back if b <= 1.0)
     report.console.print(
         f'active again within 1 s: {within} of {len(rows)} kills; median '

@@ -1,29 +1,19 @@
 #!/usr/bin/env python3
-"""The main job on the embedded default (`make demo`): the full node graph replaying recordings.
+"""The main job on the embedded default (`make demo`): the full node graph, measured.
 
-By default (``--source scenario``) the graph is ``launch/replay.launch.py`` started through
-LaunchService: ``replay_node`` plays a generated scenario into ``fusion_node`` and
-``trajectory_node``, with the fusion and planner sections of config/replay.yaml. With
-``--source recordings`` it is ``launch/vehicle.launch.py emulate:=true``: the vehicle's graph and
-``config/vehicle.yaml`` (the demo overrides the backend, the frame count and the transport), each
-sensor node on the next real thing fed with the recordings, as separate processes talking over
-real DDS:
-
-- ``camera_node``: the dash-cam video, paced at its frame rate, into a shared-memory ring
-  (``ShmFrame`` descriptors) and, for the comparison, as full sensor_msgs/Image too;
-- ``radar_node``: the ARS408 candump replayed onto a python-can bus by ``can_replay``;
-- ``imu_node``: an Xsens MTi on a pseudo-terminal (``xsens_emulator``) fed by the real IMU of
-  the rio recording;
-- ``fusion_node``: frames read in place from the ring, IMU and radar aligned to them, the network
-  (ONNX Runtime on the CPU here), fused objects and odometry; in the second run it takes the
-  frames as sensor_msgs/Image over rclpy — the conventional graph, measured the same way;
-- ``trajectory_node``: replans on every object list.
+By default (``--source scenario``) the graph is ``launch/replay.launch.py``: ``replay_node``
+plays a generated scenario into ``fusion_node`` and ``trajectory_node`` (the fusion and planner
+sections of config/replay.yaml). With ``--source recordings`` it is ``launch/vehicle.launch.py
+emulate:=true``: the vehicle's graph and ``config/vehicle.yaml``, each sensor node on the next
+real thing fed with the recordings of ``--data`` (default ``../shared/data``): the dash-cam video
+as the camera, the ARS408 candump on a CAN bus, an Xsens MTi on a pseudo-terminal. A second run
+has the fusion node take the frames as sensor_msgs/Image over rclpy: the conventional graph,
+measured the same way (:mod:`rt_fusion.ros.harness.live` runs both).
 
 It prints a latency table (P50/P99/max per stage, and the P99 ratio of the conventional path to
-ours) and writes ``results/demo/results.json``, ``latency.png`` (distributions) and
-``scene.png`` (the objects and the plans), plus every node's log in ``results/demo/logs``.
-The recordings come from ``--data`` (default ``../shared/data``). The runs are
-:mod:`rt_fusion.ros.harness.live`'s, scored by :mod:`rt_fusion.core.evaluation`.
+ours), the quality against the scenario's truth, where every camera frame went, and writes
+``results/demo/results.json``, ``latency.png``, ``scene.png`` and every node's log in
+``results/demo/logs``.
 """
 
 from __future__ import annotations
@@ -48,9 +38,6 @@ from rt_fusion.ros.harness.scenarios import scenario_bag
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / 'config' / 'replay.yaml'
-VIDEO = 'camera/solidWhiteRight.mp4'
-CANDUMP = 'radar_ars408/candump-2026-06-24_154259.log'
-IMU_BAG = 'imu_radar_rio/ti_mmwave_rospkg_demo_ros2'
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -129,17 +116,6 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def recordings(data: Path) -> None:
-    """Fails with where to find them when the recordings are missing."""
-    missing = [str(data / p) for p in (VIDEO, CANDUMP, IMU_BAG) if not (data / p).exists()]
-    if missing:
-        raise SystemExit(
-            'demo: the recordings are missing: ' + ', '.join(missing) + '\n'
-            'They live in the shared data folder beside the project (../shared/data, see its '
-            'README); pass --data DIR if it is elsewhere.'
-        )
-
-
 def run(args: argparse.Namespace, env: dict[str, str]) -> dict[str, live.LiveRun]:
     """The runs: ours, and the conventional transport unless ``--no-compare``."""
     from rt_fusion.core.scenario.world import ScenarioError  # noqa: PLC0415
@@ -150,7 +126,7 @@ def run(args: argparse.Namespace, env: dict[str, str]) -> dict[str, live.LiveRun
         args.infer_period_s, args.cameras,
     )  # fmt: skip
     if args.source == 'recordings':
-        recordings(args.data)
+        live.check_recordings(args.data)
         return {n: live.run_recordings(opts, args.data, env, c) for n, c in phases.items()}
     try:
         bag, _ego_speed = scenario_bag(
@@ -225,11 +201,7 @@ def summarise(args: argparse.Namespace, runs: dict[str, live.LiveRun], elapsed: 
             f'{q["recall"]:.3f}, MOTA {q["mota"]:.3f}, id switches {q["id_switches"]}, '
             f'position error {q["pos_err_m"]:.2f} m, class accuracy {q["class_accuracy"]:.3f}'
         )
-    led = {}
-    for name, r in runs.items():
-        rec = r.recorder
-        extra = {c: (rec.committed_by(c), rec.extra_ledger.get(c, {})) for c in rec.cameras[1:]}
-        led[name] = ledgers.frame_ledger(rec.committed_by(), rec.seen, rec.ledger, extra)
+    led = {name: r.frame_ledger() for name, r in runs.items()}
     report.console.print(tables.ledger_table(led))
     stages = {name: r.recorder.stages for name, r in runs.items()}
     for name, st in stages.items():

@@ -21,19 +21,13 @@ motion. ``--ablate`` adds runs with an input switched off through parameters: ``
 ``timing.json``, not ``metrics.json``.
 
 Per run: ``OUT/<scenario>-s<seed>/<variant>/metrics.json``, ``timing.json``, ``run.png``,
-``graph.log``; a table, and a last line ``RESULT precision=… recall=… mota=… pos_err_m=…
-vel_err_mps=… id_switches=… fp_per_frame=… collisions=… collisions_seen=… min_gap_m=… frames=…
-frames_fused=…`` (the fused runs' aggregate). ``collisions`` counts plans whose first 3 s overlap
-a true actor; ``collisions_seen`` those where a sensor had seen the actor when the car planned.
-A bag without truth gets the consistency part (frames fused, acknowledgements) and says so.
+``graph.log``; a table, and a last line ``RESULT precision=… recall=… … frames_fused=…`` (the
+fused runs' aggregate; ``collisions_seen``: plans overlapping an actor a sensor had seen).
 
-``--closed-loop`` runs ``launch/sim.launch.py`` instead: ``sim_node`` renders the scenario's
-sensors as it goes, lock-step with the fusion node, and the planner's trajectories drive the ego
-(:mod:`rt_fusion.core.scenario.closed_loop`); the truth it writes (``OUT/…-closed/<variant>/
-scenario/ground_truth.json``) is the ego as it was driven, and the run is also scored by what the
-ego did (``driving``: collisions with the true actors, the smallest gap, final speed, yield to an
-emergency vehicle; ``ego_collisions=… ego_min_gap_m=… ego_final_speed_mps=…`` on the RESULT
-line). ``--sim-script`` lets the script drive instead: the simulator checked against the replay.
+``--closed-loop`` runs ``launch/sim.launch.py`` instead: the planner's trajectories drive the
+ego (:mod:`rt_fusion.core.scenario.closed_loop`), and the run is also scored by what the ego did
+(``driving``; ``ego_collisions=… ego_min_gap_m=… ego_final_speed_mps=…`` on the RESULT line).
+``--sim-script`` lets the script drive instead: the simulator checked against the replay.
 """
 
 from __future__ import annotations
@@ -102,16 +96,10 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument('--out', type=Path, default=ROOT / 'results' / 'eval')
     parser.add_argument('--deadline', type=float, default=900.0, help='per run [s]')
     parser.add_argument(
-        '--closed-loop',
-        action='store_true',
-        help="the planner drives the ego (sim.launch.py) instead of the scenario's script: "
-        'planning is scored by what the ego did (ego_collisions, ego_min_gap_m)',
+        '--closed-loop', action='store_true', help='the planner drives the ego (sim.launch.py)'
     )
     parser.add_argument(
-        '--sim-script',
-        action='store_true',
-        help='with --closed-loop: the script drives the ego, not the plans (the simulator '
-        'checked against the replay of the same scenario)',
+        '--sim-script', action='store_true', help='--closed-loop, but the script drives the ego'
     )
     args = parser.parse_args(argv)
     try:

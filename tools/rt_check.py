@@ -19,236 +19,18 @@ import argparse
 import json
 import multiprocessing
 import os
-import shutil
-import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
+import rt_fusion.bench.realtime as rc
 from rt_fusion.core import realtime
-from rt_fusion.core.latency import summarize_ns
-
-
-def _probe(mode: str, priority: int, cpu: int, period_us: int, seconds: float) -> dict[str, Any]:
-    """Runs in a child process: wake-up lateness of a periodic sleep (ns values)."""
-    params = realtime.RealtimeParams(
-        rt_priority=priority if mode == 'fifo' else 0,
-        cpus=(cpu,),
-        lock_memory=mode == 'fifo',
-        prefault_heap_mib=16 if mode == 'fifo' else 0,
-        freeze_gc=mode == 'fifo',
-    )
-    report = realtime.apply(params)
-    period = period_us * 1000
-    n = int(seconds * 1e9 / period)
-    late = [0] * n  # allocated before the loop
-    nxt = time.monotonic_ns() + period
-    for i in range(n):
-        delay = nxt - time.monotonic_ns()
-        if delay > 0:
-            time.sleep(delay / 1e9)
-        late[i] = time.monotonic_ns() - nxt
-        nxt += period
-    s = summarize_ns(late)
-    return {
-        'mode': mode,
-        'policy': report.policy,
-        'warnings': report.warnings,
-        'p50_us': s.p50_us,
-        'p99_us': s.p99_us,
-        'max_us': s.max_us,
-        'count': s.count,
-        'over_period': sum(1 for x in late if x > period),
-    }
-
-
-def _probe_main(argv: list[str]) -> None:
-    mode, priority, cpu, period_us, seconds = argv
-    print(json.dumps(_probe(mode, int(priority), int(cpu), int(period_us), float(seconds))))
-
-
-def _burn(stop: Any) -> None:
-    x = 0
-    while not stop.is_set():
-        for i in range(10_000):
-            x ^= i * i
-        _ = bytearray(1 << 16)  # some allocation and memory traffic too
-
-
-def run_probe(mode: str, args: argparse.Namespace) -> dict[str, Any]:
-    out = subprocess.run(
-        [
-            sys.executable,
-            '-m',
-            'rt_fusion_tools.rt_check',
-            '--probe',
-            mode,
-            str(args.priority),
-            str(args.cpu),
-            str(args.period_us),
-            str(args.seconds),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=args.seconds * 3 + 60,
-        check=True,
-    )
-    return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
-
-
-def run_cyclictest(args: argparse.Namespace) -> dict[str, Any] | None:
-    exe = shutil.which('cyclictest')
-    if exe is None:
-        return None
-    out = subprocess.run(
-        [
-            exe,
-            '-m',
-            '-q',
-            '-p',
-            str(args.priority),
-            '-a',
-            str(args.cpu),
-            '-t',
-            '1',
-            '-n',
-            '-i',
-            str(args.period_us),
-            '-D',
-            f'{int(args.seconds)}s',
-        ],
-        capture_output=True,
-        text=True,
-        timeout=args.seconds + 60,
-        check=False,
-    )
-    values: dict[str, Any] = {}
-    for key in ('Min', 'Avg', 'Max'):
-        token = out.stdout.split(f'{key}:')
-        if len(token) > 1:
-            values[key.lower() + '_us'] = int(token[1].split()[0])
-    return values or {'error': (out.stderr or out.stdout).strip()[:200]}
-
-
-def verdicts(
-    facts: dict[str, str],
-    probes: dict[str, dict[str, Any]],
-    cyclic: dict[str, Any] | None,
-    args: argparse.Namespace,
-) -> list[tuple[str, str, str, str]]:
-    """(item, value, verdict, advice) rows; verdict is ok / FIX / info."""
-    rows = []
-    rt = facts['preemption'] == 'PREEMPT_RT'
-    rows.append(
-        (
-            'preemption model',
-            facts['preemption'],
-            'ok' if rt else 'FIX',
-            '' if rt else 'a PREEMPT_RT kernel (rt_kernel/rt_host.py apply --step kernel)',
-        )
-    )
-    root = facts['euid'] == '0'
-    rtprio_soft = facts['RLIMIT_RTPRIO'].split(' / ')[0]
-    ok = (
-        root
-        or (rtprio_soft.isdigit() and int(rtprio_soft) >= args.priority)
-        or rtprio_soft == 'unlimited'
-    )
-    rows.append(
-        (
-            'RLIMIT_RTPRIO',
-            facts['RLIMIT_RTPRIO'] + (' (root)' if root else ''),
-            'ok' if ok else 'FIX',
-            '' if ok else '@realtime - rtprio 98 in limits.d',
-        )
-    )
-    mem_soft = facts['RLIMIT_MEMLOCK'].split(' / ')[0]
-    ok = root or mem_soft == 'unlimited'
-    rows.append(
-        (
-            'RLIMIT_MEMLOCK',
-            facts['RLIMIT_MEMLOCK'] + (' (root)' if root else ''),
-            'ok' if ok else 'FIX',
-            '' if ok else '@realtime - memlock unlimited',
-        )
-    )
-    throttled = facts['sched_rt_runtime_us'] not in ('-1', '')
-    rows.append(
-        (
-            'sched_rt_runtime_us',
-            facts['sched_rt_runtime_us'] or '(n/a)',
-            'info' if throttled else 'ok',
-            'RT throttling at 95 %; -1 on the vehicle (rt_host.py --step sysctl)'
-            if throttled
-            else '',
-        )
-    )
-    isolated = facts['isolated_cpus']
-    rows.append(
-        (
-            'isolated CPUs',
-            isolated,
-            'ok' if isolated != '(none)' else 'info',
-            ''
-            if isolated != '(none)'
-            else 'isolcpus/nohz_full on the vehicle (rt_host.py --step boot)',
-        )
-    )
-    rows.append(
-        (
-            'governor',
-            facts['governor'],
-            'ok' if facts['governor'] in ('performance', '(n/a)') else 'info',
-            '',
-        )
-    )
-    fifo, other = probes.get('fifo'), probes.get('other')
-    if fifo:
-        got = fifo['policy'] == 'SCHED_FIFO'
-        rows.append(
-            (
-                f'probe SCHED_FIFO {args.priority} on CPU {args.cpu}',
-                (
-                    f'P50 {fifo["p50_us"]:.0f} / P99 {fifo["p99_us"]:.0f} / max '
-                    f'{fifo["max_us"]:.0f} µs, {fifo["over_period"]} late > period'
-                ),
-                'ok' if got else 'FIX',
-                '' if got else '; '.join(fifo['warnings'])[:120],
-            )
-        )
-    if other:
-        rows.append(
-            (
-                'probe SCHED_OTHER (same CPU)',
-                (
-                    f'P50 {other["p50_us"]:.0f} / P99 {other["p99_us"]:.0f} / max '
-                    f'{other["max_us"]:.0f} µs, {other["over_period"]} late > period'
-                ),
-                'info',
-                '',
-            )
-        )
-    if cyclic is None:
-        rows.append(('cyclictest', 'not installed', 'info', 'apt install rt-tests'))
-    elif 'error' in cyclic:
-        rows.append(('cyclictest', cyclic['error'], 'FIX', ''))
-    else:
-        rows.append(
-            (
-                'cyclictest',
-                f'min {cyclic["min_us"]} / avg {cyclic["avg_us"]} / max {cyclic["max_us"]} µs',
-                'ok',
-                '',
-            )
-        )
-    return rows
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ['--probe']:
-        _probe_main(argv[1:])
+        rc.probe_main(argv[1:])
         return 0
     parser = argparse.ArgumentParser(
         description=__doc__.split('\n\n')[0],
@@ -275,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_load:
         for cpu in range(n):
             if cpu != args.cpu:
-                proc = multiprocessing.Process(target=_burn, args=(stop,), daemon=True)
+                proc = multiprocessing.Process(target=rc.burn, args=(stop,), daemon=True)
                 proc.start()
                 if proc.pid is not None:
                     os.sched_setaffinity(proc.pid, {cpu})
@@ -288,14 +70,14 @@ def main(argv: list[str] | None = None) -> int:
                     f'wake-up probe {mode}: {args.seconds:.0f} s at '
                     f'{args.period_us} µs, load on {len(burners)} other CPUs'
                 )
-                probes[mode] = run_probe(mode, args)
+                probes[mode] = rc.run_probe(mode, args)
             status.update(f'cyclictest {args.seconds:.0f} s')
-            cyclic = run_cyclictest(args)
+            cyclic = rc.run_cyclictest(args)
     finally:
         stop.set()
         for proc in burners:
             proc.join(5)
-    rows = verdicts(facts, probes, cyclic, args)
+    rows = rc.verdicts(facts, probes, cyclic, args)
     table = Table(title=f'rt_check — {facts["kernel"]}, {facts["cpus"]} CPUs')
     for col in ('item', 'value', 'verdict', 'what to do'):
         table.add_column(col)

@@ -31,78 +31,15 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from rt_fusion import report
 from rt_fusion.core.latency import summarize_ns
+from rt_fusion.report import plots
 from rt_fusion.ros import graph
+from rt_fusion.ros.harness import processes
 
 ROOT = Path(__file__).resolve().parents[1]
 START_TOPIC = graph.start_topic('soak')
 GRACE_NS = 3_000_000_000  # a frame younger than this at a sample may still be in flight
-FD_READS, FD_READ_GAP_S = 3, 0.1  # open files per sample: the fewest of these reads
-
-
-def node_processes(pgid: int) -> dict[str, int]:
-    """name -> pid of the rt_fusion node processes of a launch's process group."""
-    from rt_fusion.ros.harness.launching import group_argv  # noqa: PLC0415
-
-    out: dict[str, int] = {}
-    for pid, argv in group_argv(pgid).items():
-        node = next((n for n in (Path(a).name for a in argv[:2]) if n.endswith('_node')), None)
-        if node is not None:
-            out[node] = pid
-    return out
-
-
-def open_files(pid: int) -> Counter[str]:
-    """What a process's open file descriptors point at. Sockets and anonymous inodes lose their
-    inode number (``socket:``), so that two samples' descriptors compare by kind and path."""
-    targets: Counter[str] = Counter()
-    for fd in os.listdir(f'/proc/{pid}/fd'):
-        try:
-            target = os.readlink(f'/proc/{pid}/fd/{fd}')
-        except OSError:  # closed between the listing and the link
-            continue
-        targets[target.split('[', 1)[0] if target.endswith(']') else target] += 1
-    return targets
-
-
-def process_stats(pid: int, reads: int = FD_READS) -> tuple[float, Counter[str]]:
-    """(resident MB, open files) of a process; (nan, {}) once it is gone. The open files are
-    the fewest of ``reads`` reads ``FD_READ_GAP_S`` apart: a file the process opens and closes
-    at that instant (a log rotation, a bag reopened for the next loop) is not one it holds,
-    while a leaked one is in every read."""
-    try:
-        status = Path(f'/proc/{pid}/status').read_text()
-        rss_kb = next(int(x.split()[1]) for x in status.splitlines() if x.startswith('VmRSS:'))
-        targets = open_files(pid)
-        for _ in range(reads - 1):
-            time.sleep(FD_READ_GAP_S)
-            again = open_files(pid)
-            if again.total() < targets.total():
-                targets = again
-    except (OSError, StopIteration, ValueError):
-        return float('nan'), Counter()
-    return rss_kb / 1024.0, targets
-
-
-def fds_diff(first: dict[str, Counter[str]], last: dict[str, Counter[str]]) -> dict[str, Any]:
-    """The descriptors each node opened and closed between two samples: ``{node: {'opened':
-    {target: n}, 'closed': {target: n}}}``, nodes without a change left out."""
-    out: dict[str, Any] = {}
-    for node in sorted(set(first) | set(last)):
-        a, b = first.get(node, Counter()), last.get(node, Counter())
-        opened, closed = dict(sorted((b - a).items())), dict(sorted((a - b).items()))
-        if opened or closed:
-            out[node] = {'opened': opened, 'closed': closed}
-    return out
-
-
-def shm_segments(domain: str) -> int:
-    """Shared-memory segments of this ROS domain's rt_fusion rings."""
-    prefix = f'rt_fusion_d{domain}_'
-    return sum(1 for p in Path('/dev/shm').iterdir() if p.name.startswith(prefix))
 
 
 def interval(watch: Any, lo_ns: int, hi_ns: int) -> dict[str, Any]:
@@ -120,46 +57,6 @@ def interval(watch: Any, lo_ns: int, hi_ns: int) -> dict[str, Any]:
         'e2e_p99_ms': ps.p99_us / 1e3,
         'e2e_max_ms': ps.max_us / 1e3,
     }
-
-
-def plot(path: Path, samples: list[dict[str, Any]], warmup_min: float) -> None:
-    import matplotlib  # noqa: PLC0415
-
-    matplotlib.use('Agg')
-    import matplotlib.pyplot as plt  # noqa: PLC0415
-
-    t = [s['minute'] for s in samples]
-    fig, axes = plt.subplots(2, 2, figsize=(11, 7), sharex=True)
-    ax = axes[0][0]
-    for name in sorted({n for s in samples for n in s['rss_mb']}):
-        ax.plot(t, [s['rss_mb'].get(name, np.nan) for s in samples], label=name)
-    ax.set_ylabel('resident memory [MB]')
-    ax.legend(fontsize=8)
-    ax = axes[0][1]
-    ax.plot(t, [s['fds'] for s in samples], label='open files (all nodes)')
-    ax.plot(t, [s['shm_segments'] for s in samples], label='shm segments')
-    ax.set_ylabel('count')
-    ax.legend(fontsize=8)
-    ax = axes[1][0]
-    ax.plot(t, [s['e2e_p50_ms'] for s in samples], label='camera → trajectory P50')
-    ax.plot(t, [s['e2e_p99_ms'] for s in samples], label='camera → trajectory P99')
-    ax.plot(t, [s['fusion_p99_ms'] for s in samples], label='camera → fused objects P99')
-    ax.set_ylabel('latency [ms]')
-    ax.set_xlabel('minutes')
-    ax.legend(fontsize=8)
-    ax = axes[1][1]
-    ax.bar(t, [s['lost'] for s in samples], width=0.6 * (t[1] - t[0]) if len(t) > 1 else 0.5)
-    ax.set_ylim(0, max(1, *(s['lost'] for s in samples)) * 1.1)
-    ax.set_ylabel('frames lost per sample')
-    ax.set_xlabel('minutes')
-    for row in axes:
-        for a in row:
-            a.axvspan(0, warmup_min, color='0.9', zorder=0)
-            a.grid(alpha=0.3)
-    fig.suptitle('rt_fusion soak: replay → fusion → planner, looped scenario (grey: warm-up)')
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -231,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
             watch.spin(0.2)
         watch.send_start(START_TOPIC)
         t0_mono, t0_ns = time.monotonic(), time.time_ns()
-        pids = node_processes(launched.popen.pid)
+        pids = processes.node_pids(launched.popen.pid)
         report.console.print(
             f'soak: {args.minutes:g} min of {args.scenario} ({args.seconds:g} s a loop), '
             f'nodes {sorted(pids)}; a sample every {args.sample_s:g} s'
@@ -241,12 +138,12 @@ def main(argv: list[str] | None = None) -> int:
             watch.spin(max(0.0, t0_mono + k * args.sample_s - time.monotonic()))
             now_ns = time.time_ns()
             lo = t0_ns + (k - 1) * int(args.sample_s * 1e9) - GRACE_NS
-            stats = {n: process_stats(pid) for n, pid in pids.items()}
+            stats = {n: processes.process_stats(pid) for n, pid in pids.items()}
             sample = {
                 'minute': k * args.sample_s / 60.0,
                 'rss_mb': {n: round(s[0], 1) for n, s in stats.items()},
                 'fds': sum(sum(s[1].values()) for s in stats.values()),
-                'shm_segments': shm_segments(domain),
+                'shm_segments': len(processes.shm_segments(domain)),
                 'ledger': dict(watch.ledger),
                 **interval(watch, lo if k > 1 else 0, now_ns - GRACE_NS),
             }
@@ -270,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     after = [i for i, s in enumerate(samples) if s['minute'] > args.warmup_min]
     after = after or [len(samples) - 1]
     first, last = samples[after[0]], samples[after[-1]]
-    fds_changed = fds_diff(descriptors[after[0]], descriptors[after[-1]])
+    fds_changed = processes.fds_diff(descriptors[after[0]], descriptors[after[-1]])
     rss0, rss1 = sum(first['rss_mb'].values()), sum(last['rss_mb'].values())
     ledger = samples[-1]['ledger'] if samples else {}
     policy = sum(
@@ -301,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     for node, change in fds_changed.items():  # what a growth (or a shrink) in open files was
         report.console.print(f'soak: {node} after the warm-up: {change}')
     if samples:
-        plot(args.out / 'soak.png', samples, args.warmup_min)
+        plots.soak_png(args.out / 'soak.png', samples, args.warmup_min)
     report.console.print(f'soak: wrote {args.out / "soak.json"} and {args.out / "soak.png"}')
     report.result_line(**summary)
     return 1 if died or not summary['frames'] else 0

@@ -28,49 +28,16 @@ import termios
 import time
 import tty
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from rt_fusion.core import rotation
+from rt_fusion.core.bag import BagError, imu_samples
 from rt_fusion.core.linux import stop_on_signals
 from rt_fusion.core.protocols import xsens
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_BAG = ROOT.parent / 'shared' / 'data' / 'imu_radar_rio' / 'ti_mmwave_rospkg_demo_ros2'
-
-
-def load_samples(bag: Path, topic: str, limit: int) -> dict[str, np.ndarray]:
-    """Stamps [ns], rates of turn [rad/s] and accelerations [m/s²] of an Imu topic."""
-    from rosbags.highlevel import AnyReader  # noqa: PLC0415
-
-    stamps, gyro, accel = [], [], []
-    with AnyReader([bag]) as reader:
-        conns = [c for c in reader.connections if c.topic == topic]
-        if not conns:
-            raise SystemExit(f'xsens_emulator: no topic {topic} in {bag}')
-        for conn, _t, raw in reader.messages(connections=conns):
-            m: Any = reader.deserialize(raw, conn.msgtype)
-            stamps.append(m.header.stamp.sec * 10**9 + m.header.stamp.nanosec)
-            gyro.append((m.angular_velocity.x, m.angular_velocity.y, m.angular_velocity.z))
-            accel.append(
-                (m.linear_acceleration.x, m.linear_acceleration.y, m.linear_acceleration.z)
-            )
-            if limit and len(stamps) >= limit:
-                break
-    return {'stamp': np.array(stamps, np.int64), 'gyro': np.array(gyro), 'accel': np.array(accel)}
-
-
-def quaternions(stamps: np.ndarray, gyro: np.ndarray) -> np.ndarray:
-    """Orientation integrated from the rates (midpoint rule), starting at identity."""
-    out = np.empty((stamps.size, 4))
-    q = rotation.IDENTITY
-    out[0] = q
-    for i in range(1, stamps.size):
-        w = (gyro[i - 1] + gyro[i]) * 0.5 * (stamps[i] - stamps[i - 1]) * 1e-9
-        q = rotation.normalize(rotation.mul(q, rotation.from_rotvec(*map(float, w))))
-        out[i] = q
-    return out
 
 
 class Device:
@@ -79,7 +46,7 @@ class Device:
     def __init__(self, args: argparse.Namespace, samples: dict[str, np.ndarray]) -> None:
         self.args = args
         self.samples = samples
-        self.quat = quaternions(samples['stamp'], samples['gyro'])
+        self.quat = rotation.integrate(samples['stamp'], samples['gyro'])
         self.parser = xsens.XbusParser()
         self.measuring = False
         self.started = False  # --start-file seen
@@ -292,7 +259,11 @@ def main(argv: list[str] | None = None) -> int:
     if not args.bag.exists():
         print(f'xsens_emulator: recording not found: {args.bag}', file=sys.stderr)
         return 2
-    device = Device(args, load_samples(args.bag, args.topic, args.count))
+    try:
+        samples = imu_samples(args.bag, args.topic, args.count)
+    except BagError as err:
+        raise SystemExit(f'xsens_emulator: {err}') from err
+    device = Device(args, samples)
     try:
         # open() prints READY: a signal sent on that line may land before run() (a loaded CI
         # run once died of it, exit -2: SIGINT outside this try).

@@ -119,3 +119,30 @@ def image_to_array(msg: Any, msgtype: str) -> tuple[npt.NDArray[Any], str]:
     except DescriptorError as err:
         raise BagError(err.reason) from err
     return arr, msg.encoding
+
+
+def imu_samples(bag: Path, topic: str, limit: int = 0) -> dict[str, npt.NDArray[Any]]:
+    """Stamps [ns], rates of turn [rad/s] and accelerations [m/s²] of a bag's
+    ``sensor_msgs/Imu`` topic (``limit``: at most this many; 0: all).
+
+    Raises:
+        BagError: the bag has no such topic.
+    """
+    import numpy as np  # noqa: PLC0415
+    from rosbags.highlevel import AnyReader  # noqa: PLC0415
+
+    stamps, gyro, accel = [], [], []
+    with AnyReader([bag]) as reader:
+        conns = [c for c in reader.connections if c.topic == topic]
+        if not conns:
+            raise BagError(f'no topic {topic} in {bag}')
+        for conn, _t, raw in reader.messages(connections=conns):
+            m: Any = reader.deserialize(raw, conn.msgtype)
+            stamps.append(int(m.header.stamp.sec) * 10**9 + int(m.header.stamp.nanosec))
+            gyro.append((m.angular_velocity.x, m.angular_velocity.y, m.angular_velocity.z))
+            accel.append(
+                (m.linear_acceleration.x, m.linear_acceleration.y, m.linear_acceleration.z)
+            )
+            if limit and len(stamps) >= limit:
+                break
+    return {'stamp': np.array(stamps, np.int64), 'gyro': np.array(gyro), 'accel': np.array(accel)}

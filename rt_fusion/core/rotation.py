@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+import numpy.typing as npt
+
 Quat = tuple[float, float, float, float]
 IDENTITY: Quat = (1.0, 0.0, 0.0, 0.0)
 
@@ -55,3 +58,18 @@ def normalize(q: Quat) -> Quat:
 def yaw(w: float, x: float, y: float, z: float) -> float:
     """Heading [rad] about z of a quaternion (ZYX Euler yaw), in (-pi, pi]."""
     return math.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
+
+
+def integrate(
+    stamps_ns: npt.NDArray[np.int64], gyro: npt.NDArray[np.float64]
+) -> npt.NDArray[np.float64]:
+    """Orientations (N×4, w x y z) integrated from body rates [rad/s] at ``stamps_ns`` (midpoint
+    rule), starting at identity."""
+    out = np.empty((stamps_ns.size, 4))
+    q = IDENTITY
+    out[0] = q
+    for i in range(1, stamps_ns.size):
+        w = (gyro[i - 1] + gyro[i]) * 0.5 * (stamps_ns[i] - stamps_ns[i - 1]) * 1e-9
+        q = normalize(mul(q, from_rotvec(*map(float, w))))
+        out[i] = q
+    return out

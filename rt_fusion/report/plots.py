@@ -161,3 +161,75 @@ def scene_png(path: Path, objects: list[dict[str, Any]], plans: list[dict[str, A
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
+
+
+def soak_png(path: Path, samples: list[dict[str, Any]], warmup_min: float) -> None:
+    import matplotlib  # noqa: PLC0415
+
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    t = [s['minute'] for s in samples]
+    fig, axes = plt.subplots(2, 2, figsize=(11, 7), sharex=True)
+    ax = axes[0][0]
+    for name in sorted({n for s in samples for n in s['rss_mb']}):
+        ax.plot(t, [s['rss_mb'].get(name, np.nan) for s in samples], label=name)
+    ax.set_ylabel('resident memory [MB]')
+    ax.legend(fontsize=8)
+    ax = axes[0][1]
+    ax.plot(t, [s['fds'] for s in samples], label='open files (all nodes)')
+    ax.plot(t, [s['shm_segments'] for s in samples], label='shm segments')
+    ax.set_ylabel('count')
+    ax.legend(fontsize=8)
+    ax = axes[1][0]
+    ax.plot(t, [s['e2e_p50_ms'] for s in samples], label='camera → trajectory P50')
+    ax.plot(t, [s['e2e_p99_ms'] for s in samples], label='camera → trajectory P99')
+    ax.plot(t, [s['fusion_p99_ms'] for s in samples], label='camera → fused objects P99')
+    ax.set_ylabel('latency [ms]')
+    ax.set_xlabel('minutes')
+    ax.legend(fontsize=8)
+    ax = axes[1][1]
+    ax.bar(t, [s['lost'] for s in samples], width=0.6 * (t[1] - t[0]) if len(t) > 1 else 0.5)
+    ax.set_ylim(0, max(1, *(s['lost'] for s in samples)) * 1.1)
+    ax.set_ylabel('frames lost per sample')
+    ax.set_xlabel('minutes')
+    for row in axes:
+        for a in row:
+            a.axvspan(0, warmup_min, color='0.9', zorder=0)
+            a.grid(alpha=0.3)
+    fig.suptitle('rt_fusion soak: replay → fusion → planner, looped scenario (grey: warm-up)')
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def chaos_png(path: Path, rows: list[dict[str, Any]], how: str) -> None:
+    """Per node: each kill's time to the new process, to ``active``, to output again."""
+    import matplotlib  # noqa: PLC0415
+
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    names = list(dict.fromkeys(r['node'] for r in rows if 'active_s' in r))
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    marks = (
+        ('spawned_s', 'process started', 'x'),
+        ('active_s', 'active', 'o'),
+        ('output_back_s', 'output again', '^'),
+    )
+    for key, label, marker in marks:
+        xs, ys = [], []
+        for i, name in enumerate(names):
+            vals = [r[key] for r in rows if r['node'] == name and r.get(key) is not None]
+            xs += [i + 0.08 * (k - (len(vals) - 1) / 2) for k in range(len(vals))]  # kills
+            ys += vals
+        ax.scatter(xs, ys, marker=marker, label=label)
+    ax.axhline(1.0, color='0.5', ls='--', lw=1)
+    ax.set_xticks(range(len(names)), names)
+    ax.set_ylabel('seconds after kill -9')
+    ax.set_title(f'chaos: kill -9 and {how} (dashed: 1 s)')
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

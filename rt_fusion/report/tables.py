@@ -109,3 +109,33 @@ def ledger_table(ledgers: Mapping[str, Mapping[str, Any]]) -> Table:
                 ),
             )
     return table
+
+
+def chaos_table(rows: Sequence[Mapping[str, Any]], how: str) -> Table:
+    """Per killed node: when its process, its active state and its output were back."""
+    table = Table(title=f'chaos: kill -9 and {how}, per node', title_justify='left')
+    cols = (
+        'node',
+        'process up [s]',
+        'active again [s]',
+        'its start: imports or fork / ROS / configure / activate [s]',
+        'output again [s]',
+        'others during outage',
+    )
+    for col in cols:
+        table.add_column(col)
+
+    def cell(row: Mapping[str, Any], key: str) -> str:
+        return '-' if row.get(key) is None else f'{row[key]:.2f}'
+
+    for row in rows:
+        table.add_row(
+            row['node'],
+            cell(row, 'spawned_s'),
+            cell(row, 'active_s'),
+            ' / '.join(f'{v:.2f}' for v in row.get('start_steps_s', {}).values()) or '-',
+            cell(row, 'output_back_s'),
+            ', '.join(f'{k} {v}' for k, v in row.get('others', {}).items())
+            or row.get('error', ''),
+        )
+    return table

@@ -80,7 +80,7 @@ def test_the_depth_error_table_pairs_each_object_with_the_detection_on_its_beari
     """--heldout --depth-errors: a detection on an object's bearing but 10 m off in depth is
     found there and outside the gate, with its signed error; an object with nothing on its
     bearing is not found; the table prints per range and per class."""
-    from rt_fusion_tools import train_detector as td  # noqa: PLC0415
+    from rt_fusion.training import detector_check as td  # noqa: PLC0415
 
     def label(cls: int, x: float, y: float) -> dd.CameraLabel:
         return dd.CameraLabel(cls, (0, 0, 1, 1), (0, 0), x - 1.8, 0.0, 1, x, y)
@@ -137,7 +137,7 @@ def test_fine_tuning_starts_from_the_shipped_model_s_weights() -> None:
     network by name, every one of them, unchanged."""
     import torch  # noqa: PLC0415
 
-    from rt_fusion_tools import train_detector as td  # noqa: PLC0415
+    from rt_fusion.training import detector as td  # noqa: PLC0415
 
     shipped = ROOT / 'models' / 'rtf_centernet.ts'
     state = td._init_state(shipped)
@@ -154,7 +154,7 @@ def test_a_grown_network_starts_as_the_trained_one() -> None:
     one computes until training moves the new blocks; an unknown stage is refused by name."""
     import torch  # noqa: PLC0415
 
-    from rt_fusion_tools import train_detector as td  # noqa: PLC0415
+    from rt_fusion.training import detector as td  # noqa: PLC0415
 
     state = td._init_state(ROOT / 'models' / 'rtf_centernet.ts')
     plain = td.build_model()
@@ -173,7 +173,7 @@ def test_a_zoomed_training_view_is_labelled_as_the_runtime_maps_it_back() -> Non
     """``--views``: an object labelled in a zoomed view's crop (keypoint resized to the input,
     depth divided by the factor), decoded there and mapped back by the fusion node's
     ``Zoom.to_full``, lands on its full-view label; objects outside the crop are not labelled."""
-    from rt_fusion_tools import train_detector as td  # noqa: PLC0415
+    from rt_fusion.training import detector as td  # noqa: PLC0415
 
     cam, input_hw = sm.VEHICLE, (384, 640)
     checked = 0
@@ -211,7 +211,7 @@ def test_far_weight_weighs_an_object_by_its_true_depth_in_every_view(
     """``--far-weight D``: an object's regression weight is its true depth / D, between 1 and 3,
     in the full view and in a zoomed one (whose labels' depths are divided by the zoom); off (0),
     every object weighs 1."""
-    from rt_fusion_tools import train_detector as td  # noqa: PLC0415
+    from rt_fusion.training import detector as td  # noqa: PLC0415
 
     def label(depth: float) -> dd.CameraLabel:
         return dd.CameraLabel(0, (100.0, 100.0, 140.0, 130.0), (120.0, 115.0), depth, 0.0, 1, 0, 0)

@@ -18,9 +18,9 @@ BAG = 'imu_radar_rio/ti_mmwave_rospkg_demo_ros2/ti_mmwave_rospkg_demo_ros2.mcap'
 
 
 def _source(count: int) -> dict[str, np.ndarray]:
-    from rt_fusion_tools.xsens_emulator import load_samples  # noqa: PLC0415
+    from rt_fusion.core.bag import imu_samples  # noqa: PLC0415
 
-    return load_samples(shared_file(BAG).parent, '/sensor_platform/imu', count)
+    return imu_samples(shared_file(BAG).parent, '/sensor_platform/imu', count)
 
 
 def _emulator(procs: ProcGroup, link: str, *args: str) -> object:

@@ -23,6 +23,7 @@ from typing import Any
 import yaml
 
 from rt_fusion.core.errors import RtFusionError
+from rt_fusion.core.evaluation import ledger
 from rt_fusion.core.scenario.sensors import RIG
 from rt_fusion.ros import graph
 from rt_fusion.ros.harness import launching
@@ -34,6 +35,12 @@ START_TOPIC = graph.start_topic('demo')
 # one core of a 2-core machine, longer than the camera's 33 ms (the other frames are fused
 # without detections). Every frame on a GPU.
 CPU_INFER_PERIOD_S = 0.1
+# The recordings ``run_recordings`` plays, in the shared data folder (its README says whence).
+RECORDINGS = (
+    'camera/solidWhiteRight.mp4',
+    'radar_ars408/candump-2026-06-24_154259.log',
+    'imu_radar_rio/ti_mmwave_rospkg_demo_ros2',
+)
 
 
 class LiveRunError(RtFusionError):
@@ -72,6 +79,23 @@ class LiveRun:
     recorder: Recorder
     failed: list[str]
     logs: Path
+
+    def frame_ledger(self) -> dict[str, Any]:
+        """Where the run's camera frames went (:func:`ledger.frame_ledger`)."""
+        rec = self.recorder
+        extra = {c: (rec.committed_by(c), rec.extra_ledger.get(c, {})) for c in rec.cameras[1:]}
+        return ledger.frame_ledger(rec.committed_by(), rec.seen, rec.ledger, extra)
+
+
+def check_recordings(data: Path) -> None:
+    """Fails with where to find them when the recordings are missing."""
+    missing = [str(data / p) for p in RECORDINGS if not (data / p).exists()]
+    if missing:
+        raise LiveRunError(
+            'the recordings are missing: ' + ', '.join(missing) + '. They live in the shared '
+            'data folder beside the project (../shared/data, see its README); pass --data DIR '
+            'if it is elsewhere.'
+        )
 
 
 def _bring_up(
