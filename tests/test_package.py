@@ -239,3 +239,73 @@ def test_tools_are_thin_command_lines() -> None:
         if (n := len(p.read_text().splitlines())) > 300
     }
     assert not long, f'tools over 300 lines (move their library parts into rt_fusion/): {long}'
+
+
+def test_the_fusion_node_is_thin() -> None:
+    """fusion_node declares, configures, converts and publishes; its rig, worker, parameters and
+    messages live in rt_fusion/ros/fusion."""
+    lines = len((ROOT / 'rt_fusion' / 'nodes' / 'fusion_node.py').read_text().splitlines())
+    assert lines <= 400, lines
+
+
+def _import_cycles(root: Path) -> list[list[str]]:
+    """Groups of modules of ``root``'s ``rt_fusion`` that import each other (function-level
+    imports included), by Tarjan's strongly connected components."""
+    mods: dict[str, Path] = {}
+    for p in (root / 'rt_fusion').rglob('*.py'):
+        rel = p.relative_to(root).with_suffix('')
+        mods['.'.join(rel.parts[:-1] if rel.name == '__init__' else rel.parts)] = p
+
+    def edges(name: str, p: Path) -> set[str]:
+        out = set()
+        for n in ast.walk(ast.parse(p.read_text())):
+            if isinstance(n, ast.Import):
+                out |= {a.name for a in n.names if a.name in mods}
+            elif isinstance(n, ast.ImportFrom) and n.module and n.level == 0:
+                for a in n.names:
+                    full = f'{n.module}.{a.name}'
+                    out.add(full if full in mods else n.module)
+        return (out & set(mods)) - {name}
+
+    graph = {m: edges(m, p) for m, p in mods.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                cycles.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return cycles
+
+
+def test_no_two_modules_of_the_package_import_each_other() -> None:
+    assert _import_cycles(ROOT) == []
+
+
+def test_the_cycle_check_finds_a_lazy_import_back(tmp_path: Path) -> None:
+    pkg = tmp_path / 'rt_fusion'
+    pkg.mkdir()
+    (pkg / '__init__.py').write_text('')
+    (pkg / 'a.py').write_text('from rt_fusion.b import X\n')
+    (pkg / 'b.py').write_text('X = 1\ndef f():\n    from rt_fusion import a\n')
+    assert _import_cycles(tmp_path) == [['rt_fusion.a', 'rt_fusion.b']]

@@ -14,7 +14,7 @@ import numpy as np
 
 from rt_fusion.core.latency import summarize_ns
 from rt_fusion.core.perception.decoders import CenternetPeaks, decode
-from rt_fusion.inference import backend as backends
+from rt_fusion.inference import backends
 from rt_fusion.inference.device_decode import centernet_peaks
 from rt_fusion.inference.preprocess import CpuPreprocessor
 from rt_fusion.inference.runner import PEAKS

@@ -2,7 +2,7 @@
 
 Life of a backend::
 
-    backend = create('onnxruntime', spec, device='cpu', threads=2)   # load: all buffers now
+    backend = backends.create('onnxruntime', spec, device='cpu', threads=2)  # load: buffers
     backend.prepare(warmup=10)                                       # warm-up runs
     backend.input('images')[...] = frame_tensor                      # write into its buffer
     outputs = backend.run()                                          # dict name -> array
@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from rt_fusion.inference.spec import InputMismatchError, ModelLoadError, ModelSpec, TensorSpec
+from rt_fusion.inference.spec import InputMismatchError, ModelSpec, TensorSpec
 
 BACKENDS = ('onnxruntime', 'torch', 'tensorrt')
 
@@ -130,24 +130,3 @@ class Backend(abc.ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.release()
-
-
-def create(kind: str, spec: ModelSpec, **options: Any) -> Backend:
-    """A loaded backend of ``kind`` for ``spec`` (options: see each backend).
-
-    Raises:
-        ModelLoadError: unknown kind, the backend's runtime missing, or the model failing to load.
-    """
-    if kind == 'onnxruntime':
-        from rt_fusion.inference.onnxruntime_backend import OrtBackend  # noqa: PLC0415
-
-        return OrtBackend(spec, **options)
-    if kind == 'torch':
-        from rt_fusion.inference.torch_backend import TorchBackend  # noqa: PLC0415
-
-        return TorchBackend(spec, **options)
-    if kind == 'tensorrt':
-        from rt_fusion.inference.tensorrt_backend import TensorRTBackend  # noqa: PLC0415
-
-        return TensorRTBackend(spec, **options)
-    raise ModelLoadError(f'unknown inference backend {kind!r}; one of {BACKENDS}')

@@ -57,7 +57,7 @@ def onnx_classifier(
     model: HearingModel, threads: int = 1
 ) -> Callable[[npt.NDArray[np.float32]], npt.NDArray[Any]]:
     """The model on ONNX Runtime (CPU, ``threads`` threads) as a ``classify`` callable."""
-    from rt_fusion.inference import backend as backends  # noqa: PLC0415
+    from rt_fusion.inference import backends  # noqa: PLC0415
 
     be = backends.create('onnxruntime', model.spec, device='cpu', threads=threads)
     be.prepare(warmup=1)  # the arena allocated; more runs only steady a benchmark's timing

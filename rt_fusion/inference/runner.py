@@ -19,8 +19,7 @@ import numpy as np
 from rt_fusion.core.perception.decoders import CenternetPeaks
 from rt_fusion.core.perception.mirror import Mirrored
 from rt_fusion.core.perception.zoom import Views, Zoom, ZoomError
-from rt_fusion.inference import backend as backends
-from rt_fusion.inference import pinned
+from rt_fusion.inference import backends, pinned
 from rt_fusion.inference.preprocess import CpuPreprocessor, TorchPreprocessor
 from rt_fusion.inference.spec import ModelError, ModelSpec, load_spec
 

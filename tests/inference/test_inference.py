@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import yaml
 
-from rt_fusion.inference import backend as backends
+from rt_fusion.inference import backends
 from rt_fusion.inference.calibration import CalibrationFrames
 from rt_fusion.inference.engines import (
     check_engine,

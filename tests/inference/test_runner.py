@@ -7,7 +7,7 @@ import cv2
 import numpy as np
 import pytest
 
-from rt_fusion.inference import backend as backends
+from rt_fusion.inference import backends
 from rt_fusion.inference.preprocess import CpuPreprocessor
 from rt_fusion.inference.runner import FrameRunner
 from rt_fusion.inference.spec import ModelError, load_spec

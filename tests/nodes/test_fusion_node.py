@@ -340,7 +340,7 @@ def _configured_with_runner(context: Any, runner: object, **params: Any) -> Any:
         parameter_overrides=[Parameter(k, value=v) for k, v in overrides.items()],
     )
     node.trigger_configure()
-    node.runner = runner
+    node.runner = node.work.runner = runner
     return node
 
 
@@ -382,9 +382,9 @@ def test_a_torn_camera_frame_still_fuses_its_radar_and_imu_and_is_counted_once()
         frame = _frame(np.zeros((4, 4, 3), np.uint8), valid=False)
         stamp = time.time_ns()
         aligned = AlignedFrame(stamp, frame, None, {'front': None}, None, ('imu',), 0)
-        node._process(aligned, stamp)
-        assert node.torn == 1
-        assert node.frames == 1  # fused on what else the frame had
+        node._publish(aligned, stamp, node.work.process(aligned))
+        assert node.work.torn == 1
+        assert node.work.frames == 1  # fused on what else the frame had
         ledger = node.frame_ledger()
         assert ledger['frames_torn'] == 1 and ledger['frames_fused'] == 0  # counted once
         node.trigger_cleanup()
@@ -425,10 +425,10 @@ def test_frames_released_together_run_the_network_on_the_newest_only(when_behind
 
         assert node._process_ready([released(1), released(2), released(3)]) == 3
         assert node._process_ready([released(4)]) == 1  # caught up: one frame, inferred
-        assert node.frames == 4
+        assert node.work.frames == 4
         assert seen == ([1, 2, 3, 4] if when_behind else [3, 4])
-        assert node.infer_skipped_behind == (0 if when_behind else 2)
-        assert node.infer_skipped == node.infer_skipped_behind
+        assert node.work.infer_skipped_behind == (0 if when_behind else 2)
+        assert node.work.infer_skipped == node.work.infer_skipped_behind
         node.trigger_cleanup()
         node.destroy_node()
 
@@ -470,10 +470,10 @@ def test_a_detector_stalled_for_half_a_second_loses_no_frame() -> None:
                 node._on_frame(frame(t0 + k * 33_000_000), '')
             go.set()
             dropped = node.aligner.stats['camera']
-            wait_for(lambda: node.frames + dropped.dropped >= 15, 60.0)
+            wait_for(lambda: node.work.frames + dropped.dropped >= 15, 60.0)
             ledger = node.frame_ledger()
             assert ledger['frames_queue_dropped'] == 0, ledger
-            assert node.frames == 15, ledger
+            assert node.work.frames == 15, ledger
         finally:
             go.set()
             node.deactivate()

@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from rt_fusion.core.compiled import njit
-from rt_fusion.core.perception.track_kernels import (
+from rt_fusion.core.perception.track_layout import (
     BOOL,
     BORN,
     DBIRTH,

@@ -18,7 +18,7 @@ import math
 import numpy as np
 
 from rt_fusion.core.compiled import njit
-from rt_fusion.core.planning.frenet import (
+from rt_fusion.core.planning.frenet_layout import (
     F64,
     NEAR_M,
     O_GROWTH,

@@ -1,0 +1,125 @@
+"""fusion_node's parameters, in their groups (one table: the node declares from it, a parameter
+file is checked against it)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from rt_fusion.core import realtime
+from rt_fusion.core.fusion import FusionParams
+from rt_fusion.core.params import param
+from rt_fusion.core.perception.hearing import HearingParams
+from rt_fusion.core.perception.tracker import TrackerParams
+from rt_fusion.core.sync import SyncParams
+
+
+@dataclasses.dataclass(frozen=True)
+class FusionNodeParams:
+    """Parameters of fusion_node (sync.*, fusion.*, rt.* come separately)."""
+
+    model: str = param(
+        "model spec YAML (relative: to the package's share or the repository)",
+        default='models/rtf_centernet.yaml',
+    )
+    backend: str = param(
+        'inference backend',
+        default='onnxruntime',
+        choices=('onnxruntime', 'torch', 'tensorrt', 'none'),
+    )
+    device: str = param('cpu, cuda or cuda:N', default='cpu')
+    threads: int = param(
+        'CPU threads of the backend (0: its default; always 1 on the CPU with rt.rt_priority > 0)',
+        default=0,
+        low=0,
+    )
+    device_decode: bool = param(
+        'on CUDA (torch backend), reduce a centernet head to its peaks inside the CUDA graph: '
+        'a few KB to the host instead of the whole head (false: the whole head, decoded by numpy)',
+        default=True,
+    )
+    zoom: float = param(
+        'also run the network on the centre of each frame zoomed this many times over the full '
+        'view (far objects at more pixels; 1: off). Costs a second inference per frame; a frame '
+        'too small for it (the crop would be upsampled) runs without, and the log says so',
+        default=1.0,
+        low=1.0,
+        high=4.0,
+    )
+    mirror: bool = param(
+        'also run the network on each view mirrored left to right and average the two depths '
+        'of each object (rt_fusion.core.perception.mirror; a second inference per view; off: '
+        'no gain measured on the scenarios)',
+        default=False,
+    )
+    infer_period_s: float = param(
+        'run the network at most this often, by frame stamps (0: every frame); the frames '
+        'between are fused without camera detections (a detector slower than the camera then '
+        'degrades the camera rate instead of the latency)',
+        unit='s',
+        default=0.0,
+        low=0.0,
+    )
+    infer_when_behind: bool = param(
+        'false: a frame with newer frames already released behind it is fused without the '
+        "network (the node is behind: the backlog goes through at the fusion's own cost, the "
+        'newest frame gets the network). A detector too slow for the machine then lowers the '
+        'detection rate instead of queueing frames until the queue bound drops them; counted '
+        '(inference_skipped_behind)',
+        default=False,
+    )
+    camera_transport: str = param(
+        'auto: the shared-memory ring (zero copy) where it is reachable, else the full '
+        'sensor_msgs/Image by itself (a camera on another computer: detected, logged); shm: the '
+        'ring only; ros: the full message only (the conventional path, for comparison)',
+        default='auto',
+        choices=('auto', 'shm', 'ros'),
+    )
+    camera_fast_path: bool = param(
+        'take frames from the ring futex, not the rclpy callback', default=True
+    )
+    base_frame: str = param('frame of the objects', default='base_link')
+    odom_frame: str = param('frame of the dead-reckoned odometry', default='odom')
+    poll_period_s: float = param(
+        'how often waiting frames are re-checked', unit='s', default=0.005, low=0.0005, high=0.1
+    )
+    diagnostics_period_s: float = param('diagnostics period', unit='s', default=1.0, low=0.1)
+    radar_input: bool = param(
+        'fuse the radar (false: its scans are received and ignored, the camera-only ablation; '
+        'leave radar out of sync.wait_for then)',
+        default=True,
+    )
+    hearing_model: str = param(
+        "hearing model spec YAML for ~/in/audio ('': no hearing; relative: as model)",
+        default='models/rtf_hearing.yaml',
+    )
+    cameras: tuple[str, ...] = param(
+        'extra cameras beside ~/in/camera (the anchor of the alignment): the frames of each on '
+        '~/in/camera_<name> (a ShmPublisher stream), mounted as fusion.extra_camera_* say (in '
+        'this order); each anchor frame takes the frame of the same time (camera_match_s) of '
+        'every extra camera, waiting at most sync.max_wait_s for it, and runs the network on it',
+        default=(),
+    )
+    camera_match_s: float = param(
+        "an extra camera's frame belongs to the anchor frame within this of its stamp (the "
+        'cameras of a rig are triggered together)',
+        unit='s',
+        default=0.01,
+        low=0.0,
+        high=0.1,
+    )
+    ack_topic: str = param(
+        'lock-step replays: after each input is taken in (a frame: once its objects are out, '
+        "or it was dropped) publish std_msgs/UInt64 here, for replay_node's ack_topic ('': off)",
+        default='',
+    )
+
+
+#: (parameter dataclass, name prefix) of every group fusion_node declares.
+PARAM_GROUPS: tuple[tuple[type, str], ...] = (
+    (FusionNodeParams, ''),
+    (SyncParams, 'sync.'),
+    (FusionParams, 'fusion.'),
+    (TrackerParams, 'tracker.'),
+    (realtime.RealtimeParams, 'rt.'),
+    (HearingParams, 'hearing.'),
+)
