@@ -18,7 +18,7 @@ from rt_fusion.nodes.microphone_node import MicrophoneNode
 from rt_fusion.nodes.radar_node import RadarNode
 from rt_fusion.nodes.trajectory_node import TrajectoryNode
 from rt_fusion.ros import graph
-from rt_fusion.ros.node_utils import check_param_section
+from rt_fusion.ros.parameters import check_param_section
 from tests.conftest import ROOT, Proc, ProcGroup
 
 # Node name in the YAML files -> the node class that runs under it.

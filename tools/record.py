@@ -48,7 +48,7 @@ from rt_fusion import report
 from rt_fusion.core.scenario.bagout import BAG_VERSION, READERS, BagWriter, typestore
 from rt_fusion.ros import compat
 from rt_fusion.ros.conversions import message_class
-from rt_fusion.ros.node_utils import make_executor
+from rt_fusion.ros.running import make_executor
 from rt_fusion.ros.shm_transport import ImageCodec, ShmSubscription
 
 SHM_TYPE = 'rt_fusion_msgs/msg/ShmFrame'

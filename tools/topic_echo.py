@@ -23,7 +23,7 @@ from std_msgs.msg import UInt64
 
 from rt_fusion.ros import compat
 from rt_fusion.ros.conversions import message_class, msg_to_dict
-from rt_fusion.ros.node_utils import make_executor
+from rt_fusion.ros.running import make_executor
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -21,7 +21,7 @@ import numpy as np
 
 from rt_fusion.core import realtime
 from rt_fusion.core.latency import summarize_ns
-from rt_fusion.core.planning import frenet
+from rt_fusion.core.planning import frenet, frenet_layout
 from rt_fusion.core.planning.reference import ReferencePath
 
 CAR = (4.5, 1.9)
@@ -165,7 +165,7 @@ def loop(mode: str, seconds: float, hz: float, cpu: int, priority: int, seed: in
         traj = planner.plan(state, moved)
         state = (
             traj.state_at(dt)
-            if traj.status == frenet.STATUS_OK
+            if traj.status == frenet_layout.STATUS_OK
             else frenet.FrenetState(state.s, state.s_d, 0, state.d, 0, 0)
         )
         if state.s > 400:  # wrap the scene around before the road ends

@@ -216,7 +216,7 @@ def reader(path: str, plan: list[dict[str, Any]], fifo: str, idle_s: float) -> N
 
     from rt_fusion.ros import compat  # noqa: PLC0415
     from rt_fusion.ros.conversions import time_to_ns  # noqa: PLC0415
-    from rt_fusion.ros.node_utils import make_executor  # noqa: PLC0415
+    from rt_fusion.ros.running import make_executor  # noqa: PLC0415
     from rt_fusion.ros.shm_transport import ShmSubscription  # noqa: PLC0415
 
     rclpy.init()

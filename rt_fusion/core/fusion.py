@@ -40,7 +40,7 @@ from rt_fusion.core import rotation
 from rt_fusion.core.camera import undistort_points
 from rt_fusion.core.errors import ParameterError
 from rt_fusion.core.params import param
-from rt_fusion.core.perception import track_kernels as tk
+from rt_fusion.core.perception import track_layout as tl
 from rt_fusion.core.perception.decoders import (
     CameraDetection,
     CameraGeometry,
@@ -648,7 +648,7 @@ class FusionEngine:
         see :meth:`camera_birth_range`)."""
         p, geo = self.p, geo or self.geometry
         if not cams:
-            return Detections(np.zeros((0, tk.DET_WIDTH)))
+            return Detections(np.zeros((0, tl.DET_WIDTH)))
         a = np.array(
             [(d.cls, d.score, *d.box, *d.keypoint, d.depth) for d in cams], dtype=np.float64
         )
@@ -692,20 +692,20 @@ class FusionEngine:
         bc, bs = np.cos(bearing), np.sin(bearing)
         a2, c2 = along**2, across**2
         still = np.where(cls == CLASS_STATIC, 0.0, np.nan)
-        block = np.empty((len(cls), tk.DET_WIDTH))
-        block[:, tk.DXY] = ox + c * x - s * y
-        block[:, tk.DXY + 1] = oy + s * x + c * y
-        block[:, tk.DV] = block[:, tk.DV + 1] = still
-        block[:, tk.DCOV] = a2 * bc * bc + c2 * bs * bs  # along_ray_cov, vectorised
-        block[:, tk.DCOV + 1] = (a2 - c2) * bc * bs
-        block[:, tk.DCOV + 2] = a2 * bs * bs + c2 * bc * bc
-        block[:, tk.DVEL_VAR] = 0.5**2
-        block[:, tk.DCLS] = cls
-        block[:, tk.DCLS_PROB] = block[:, tk.DEXIST] = score
-        block[:, tk.DSIZE : tk.DSIZE + 2] = _SIZES[cls]
-        block[:, tk.DSOURCE] = SOURCE_CAMERA
+        block = np.empty((len(cls), tl.DET_WIDTH))
+        block[:, tl.DXY] = ox + c * x - s * y
+        block[:, tl.DXY + 1] = oy + s * x + c * y
+        block[:, tl.DV] = block[:, tl.DV + 1] = still
+        block[:, tl.DCOV] = a2 * bc * bc + c2 * bs * bs  # along_ray_cov, vectorised
+        block[:, tl.DCOV + 1] = (a2 - c2) * bc * bs
+        block[:, tl.DCOV + 2] = a2 * bs * bs + c2 * bc * bc
+        block[:, tl.DVEL_VAR] = 0.5**2
+        block[:, tl.DCLS] = cls
+        block[:, tl.DCLS_PROB] = block[:, tl.DEXIST] = score
+        block[:, tl.DSIZE : tl.DSIZE + 2] = _SIZES[cls]
+        block[:, tl.DSOURCE] = SOURCE_CAMERA
         births = p.camera_birth_range_m if birth_range_m is None else birth_range_m
-        block[:, tk.DBIRTH] = (score >= p.camera_birth_score) & (rng <= births)
+        block[:, tl.DBIRTH] = (score >= p.camera_birth_score) & (rng <= births)
         return Detections(block)
 
     def _track_camera(
@@ -828,7 +828,7 @@ class FusionEngine:
             none = np.full(len(block), -1, np.int64)
             return none, none.copy()
         cls = np.argmax(tr.votes[conf], axis=1)
-        dv = block[:, tk.DXY : tk.DXY + 2] - eyes  # (n, 2)
+        dv = block[:, tl.DXY : tl.DXY + 2] - eyes  # (n, 2)
         tv = tr.x[conf, None, :2] - eyes[None, :, :]  # (m, n, 2)
         d_rng = np.hypot(dv[:, 0], dv[:, 1])
         t_rng = np.maximum(np.hypot(tv[..., 0], tv[..., 1]), 0.1)
@@ -841,7 +841,7 @@ class FusionEngine:
             (np.abs(turn) <= tol)
             & (q <= p.camera_ray_ratio)
             & (q * p.camera_ray_ratio >= 1.0)
-            & (block[:, tk.DCLS] == cls[:, None])
+            & (block[:, tl.DCLS] == cls[:, None])
         )
         off = np.abs(np.log(np.maximum(q, 1e-9)))
         rows = []

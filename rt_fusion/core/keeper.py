@@ -9,7 +9,7 @@ respawn delay), which only initialises ROS, configures and activates.
 
 With ``standby`` the keeper keeps that other node forked in advance (``standby_after_s`` after
 the running node's start, out of its way), with ROS initialised and a DDS participant held by a
-hidden node without endpoints (``node_utils``), and nothing else: its participant has long been
+hidden node without endpoints (``ros.running``), and nothing else: its participant has long been
 discovered by every other process when it takes over. A participant's first second is when its
 endpoints reach the others late (the first endpoint announcements reach processes that have not
 discovered it yet and are dropped; Fast DDS repairs them at its 1-s endpoint-discovery

@@ -32,7 +32,7 @@ from rt_fusion.core.clock import ClockMapper, ClockParams
 from rt_fusion.core.errors import ParameterError
 from rt_fusion.core.latency import DIAG_WINDOW, LatencyRecorder
 from rt_fusion.core.params import param
-from rt_fusion.ros import node_utils
+from rt_fusion.ros import lifecycle, parameters, running
 from rt_fusion.ros.conversions import ns_to_time
 from rt_fusion.ros.diagnostics import Level, NodeDiagnostics
 from rt_fusion.ros.shm_transport import ShmPublisher, segment_name
@@ -110,10 +110,10 @@ class CameraParams:
         return {'v4l2': self.device, 'gstreamer': self.pipeline, 'file': self.file}[self.source]
 
 
-class CameraNode(node_utils.DeviceNode):
+class CameraNode(lifecycle.DeviceNode):
     """A camera into shared memory; see the module docstring."""
 
-    PARAM_GROUPS: ClassVar[node_utils.ParamGroups] = ((CameraParams, ''),)
+    PARAM_GROUPS: ClassVar[parameters.ParamGroups] = ((CameraParams, ''),)
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__('camera', **kwargs)
@@ -133,7 +133,7 @@ class CameraNode(node_utils.DeviceNode):
 
     def configure(self) -> None:
         """Reads parameters, opens the source (or schedules retries), creates the ring."""
-        p = self.params = node_utils.declare_params(self, CameraParams)
+        p = self.params = parameters.declare_params(self, CameraParams)
         self.info = None
         if p.calibration_file:
             try:
@@ -300,7 +300,7 @@ class CameraNode(node_utils.DeviceNode):
 
 def main(args: list[str] | None = None) -> int:
     """Entry point of ``camera_node``."""
-    return node_utils.run(CameraNode, args)
+    return running.run(CameraNode, args)
 
 
 if __name__ == '__main__':

@@ -29,7 +29,7 @@ from rclpy.task import Future
 from rt_fusion.core.frame import FrameDescriptor
 from rt_fusion.core.latency import LatencyRecorder
 from rt_fusion.core.params import param
-from rt_fusion.ros import node_utils
+from rt_fusion.ros import parameters, running
 from rt_fusion.ros.shm_transport import Received, ShmPublisher, ShmSubscription
 
 #: How long the talker waits after it first sees a listener [ns].
@@ -112,7 +112,7 @@ class FrameProbeNode(Node):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__('frame_probe', **kwargs)
-        self.params = node_utils.declare_params(self, FrameProbeParams)
+        self.params = parameters.declare_params(self, FrameProbeParams)
         self.finished: Future = Future()  # of dict[str, object]
         self._start_ns = self._now_ns()
         self._sent = 0
@@ -242,7 +242,7 @@ class FrameProbeNode(Node):
 
 def main(args: list[str] | None = None) -> int:
     """Entry point of ``frame_probe``."""
-    return node_utils.run(FrameProbeNode, args)
+    return running.run(FrameProbeNode, args)
 
 
 if __name__ == '__main__':

@@ -51,7 +51,7 @@ from rt_fusion.core.sync import AlignedFrame, Aligner
 from rt_fusion.inference.hearing import load_hearing_model
 from rt_fusion.inference.runner import FrameRunner
 from rt_fusion.inference.spec import ModelError
-from rt_fusion.ros import node_utils
+from rt_fusion.ros import lifecycle, parameters, running, share
 from rt_fusion.ros.conversions import time_to_ns
 from rt_fusion.ros.diagnostics import Level, NodeDiagnostics
 from rt_fusion.ros.fusion import messages
@@ -62,10 +62,10 @@ from rt_fusion.ros.hearing_input import HearingInput
 from rt_fusion.ros.shm_transport import ShmSubscription
 
 
-class FusionNode(node_utils.DeviceNode):
+class FusionNode(lifecycle.DeviceNode):
     """See the module docstring."""
 
-    PARAM_GROUPS: ClassVar[node_utils.ParamGroups] = PARAM_GROUPS
+    PARAM_GROUPS: ClassVar[parameters.ParamGroups] = PARAM_GROUPS
     PARAMS = tuple(cls for cls, _prefix in PARAM_GROUPS)
 
     def __init__(self, **kwargs: Any) -> None:
@@ -99,7 +99,7 @@ class FusionNode(node_utils.DeviceNode):
     def configure(self) -> None:
         """Parameters, model, subscriptions, publishers; the real-time set-up last."""
         groups: dict[str, Any] = {
-            prefix: node_utils.declare_params(self, c, prefix) for c, prefix in PARAM_GROUPS
+            prefix: parameters.declare_params(self, c, prefix) for c, prefix in PARAM_GROUPS
         }
         p: FusionNodeParams = groups['']
         self.params, self.sync_params = p, groups['sync.']
@@ -137,7 +137,7 @@ class FusionNode(node_utils.DeviceNode):
         self._subscribe_inputs(p, hearing)
         self.diag_timer = self.create_timer(p.diagnostics_period_s, self._publish_diagnostics)
         self.rt_params = rt
-        with node_utils.param_prefix('rt.'):
+        with parameters.param_prefix('rt.'):
             # The heap and stack are touched by the worker, the thread that runs the loop.
             self.rt_report = realtime.apply(rt, prefault_here=False)
         for warning in self.rt_report.warnings:
@@ -188,7 +188,7 @@ class FusionNode(node_utils.DeviceNode):
             speed_qos if p.ack_topic else qos_profile_sensor_data,
         )
         if p.hearing_model:
-            spec_path = node_utils.resolve_share(p.hearing_model)
+            spec_path = share.resolve_share(p.hearing_model)
             try:
                 model = load_hearing_model(spec_path)
             except ModelError as err:
@@ -391,7 +391,7 @@ class FusionNode(node_utils.DeviceNode):
 
 def main(args: list[str] | None = None) -> int:
     """Entry point of ``fusion_node``."""
-    return node_utils.run(FusionNode, args)
+    return running.run(FusionNode, args)
 
 
 if __name__ == '__main__':

@@ -32,7 +32,7 @@ from rt_fusion.core.errors import ParameterError, RtFusionError
 from rt_fusion.core.latency import DIAG_WINDOW, LatencyRecorder
 from rt_fusion.core.params import param
 from rt_fusion.core.protocols import xsens
-from rt_fusion.ros import node_utils
+from rt_fusion.ros import lifecycle, parameters, running
 from rt_fusion.ros.conversions import ns_to_time
 from rt_fusion.ros.diagnostics import Level, NodeDiagnostics
 
@@ -128,10 +128,10 @@ def _diag9(diag: tuple[float, ...]) -> list[float]:
     return [diag[0], 0.0, 0.0, 0.0, diag[1], 0.0, 0.0, 0.0, diag[2]]
 
 
-class ImuNode(node_utils.DeviceNode):
+class ImuNode(lifecycle.DeviceNode):
     """Xsens MTi on serial; see the module docstring."""
 
-    PARAM_GROUPS: ClassVar[node_utils.ParamGroups] = ((ImuParams, ''),)
+    PARAM_GROUPS: ClassVar[parameters.ParamGroups] = ((ImuParams, ''),)
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__('imu', **kwargs)
@@ -157,7 +157,7 @@ class ImuNode(node_utils.DeviceNode):
 
     def configure(self) -> None:
         """Reads parameters, opens the port and configures the device."""
-        p = self.params = node_utils.declare_params(self, ImuParams)
+        p = self.params = parameters.declare_params(self, ImuParams)
         self._msg.header.frame_id = p.frame_id
         self._msg.orientation_covariance = _diag9(p.orientation_covariance)
         self._msg.angular_velocity_covariance = _diag9(p.angular_velocity_covariance)
@@ -353,7 +353,7 @@ class ImuNode(node_utils.DeviceNode):
 
 def main(args: list[str] | None = None) -> int:
     """Entry point of ``imu_node``."""
-    return node_utils.run(ImuNode, args)
+    return running.run(ImuNode, args)
 
 
 if __name__ == '__main__':

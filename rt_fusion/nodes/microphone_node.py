@@ -31,7 +31,7 @@ from rt_fusion.core.errors import RtFusionError
 from rt_fusion.core.latency import DIAG_WINDOW, LatencyRecorder
 from rt_fusion.core.params import param
 from rt_fusion.core.shm import ShmRingWriter
-from rt_fusion.ros import node_utils
+from rt_fusion.ros import lifecycle, parameters, running
 from rt_fusion.ros.conversions import descriptor_to_msg, ns_to_time
 from rt_fusion.ros.diagnostics import Level, NodeDiagnostics
 from rt_fusion.ros.shm_transport import segment_name
@@ -79,10 +79,10 @@ class MicrophoneParams:
     diagnostics_period_s: float = param('diagnostics period', unit='s', default=1.0, low=0.1)
 
 
-class MicrophoneNode(node_utils.DeviceNode):
+class MicrophoneNode(lifecycle.DeviceNode):
     """A microphone into shared memory; see the module docstring."""
 
-    PARAM_GROUPS: ClassVar[node_utils.ParamGroups] = ((MicrophoneParams, ''),)
+    PARAM_GROUPS: ClassVar[parameters.ParamGroups] = ((MicrophoneParams, ''),)
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__('microphone', **kwargs)
@@ -112,7 +112,7 @@ class MicrophoneNode(node_utils.DeviceNode):
         import sounddevice  # noqa: PLC0415 - needs PortAudio at import
 
         self.sd = sounddevice
-        p = self.params = node_utils.declare_params(self, MicrophoneParams)
+        p = self.params = parameters.declare_params(self, MicrophoneParams)
         # The audio callback needs the GIL as soon as PortAudio calls it; by default a running
         # Python thread keeps it for up to 5 ms. Hand it over every 0.2 ms instead.
         sys.setswitchinterval(2e-4)
@@ -347,7 +347,7 @@ class MicrophoneNode(node_utils.DeviceNode):
 
 def main(args: list[str] | None = None) -> int:
     """Entry point of ``microphone_node``."""
-    return node_utils.run(MicrophoneNode, args)
+    return running.run(MicrophoneNode, args)
 
 
 if __name__ == '__main__':

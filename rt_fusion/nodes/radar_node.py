@@ -49,7 +49,7 @@ from rt_fusion.core.protocols.ars408 import (
     RadarState,
     load_database,
 )
-from rt_fusion.ros import compat, node_utils
+from rt_fusion.ros import compat, lifecycle, parameters, running
 from rt_fusion.ros.conversions import ns_to_time
 from rt_fusion.ros.diagnostics import Level, NodeDiagnostics
 
@@ -153,10 +153,10 @@ def cycle_to_cloud(cycle: RadarCycle, msg: RadarObjects) -> PointCloud2:
     return cloud
 
 
-class RadarNode(node_utils.DeviceNode):
+class RadarNode(lifecycle.DeviceNode):
     """ARS408 on CAN; see the module docstring."""
 
-    PARAM_GROUPS: ClassVar[node_utils.ParamGroups] = ((RadarParams, ''),)
+    PARAM_GROUPS: ClassVar[parameters.ParamGroups] = ((RadarParams, ''),)
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__('radar', **kwargs)
@@ -198,7 +198,7 @@ class RadarNode(node_utils.DeviceNode):
 
     def configure(self) -> None:
         """Reads parameters, opens the bus, configures the sensor and checks its echo."""
-        p = self.params = node_utils.declare_params(self, RadarParams)
+        p = self.params = parameters.declare_params(self, RadarParams)
         self.decoder = Ars408Decoder(
             p.sensor_id, expect_quality=p.send_quality, expect_extended=p.send_ext_info
         )
@@ -431,7 +431,7 @@ class RadarNode(node_utils.DeviceNode):
 
 def main(args: list[str] | None = None) -> int:
     """Entry point of ``radar_node``."""
-    return node_utils.run(RadarNode, args)
+    return running.run(RadarNode, args)
 
 
 if __name__ == '__main__':

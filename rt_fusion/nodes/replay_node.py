@@ -43,7 +43,7 @@ from rt_fusion.core.bag_integrity import IntegrityError, verify
 from rt_fusion.core.errors import ParameterError
 from rt_fusion.core.replay import Pacer, ReplayParams, Restamper, parse_pairs, parse_remaps
 from rt_fusion.core.shm import ShmRingWriter
-from rt_fusion.ros import compat, graph, node_utils
+from rt_fusion.ros import compat, graph, lifecycle, parameters, running, waiting
 from rt_fusion.ros.conversions import descriptor_to_msg, message_class, ns_to_time, time_to_ns
 from rt_fusion.ros.shm_transport import ShmPublisher, segment_name
 
@@ -68,10 +68,10 @@ class BagImage(NamedTuple):
     frame_id: str
 
 
-class ReplayNode(node_utils.DeviceNode):
+class ReplayNode(lifecycle.DeviceNode):
     """A bag into the graph; see the module docstring."""
 
-    PARAM_GROUPS: ClassVar[node_utils.ParamGroups] = ((ReplayParams, ''),)
+    PARAM_GROUPS: ClassVar[parameters.ParamGroups] = ((ReplayParams, ''),)
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__('replay', **kwargs)
@@ -90,7 +90,7 @@ class ReplayNode(node_utils.DeviceNode):
 
     def configure(self) -> None:
         """Opens the bag, checks the topics, creates a publisher per topic."""
-        p = self.params = node_utils.declare_params(self, ReplayParams)
+        p = self.params = parameters.declare_params(self, ReplayParams)
         remaps = parse_remaps(p.remap)
         try:
             with open_reader(p.bag) as reader:
@@ -223,7 +223,7 @@ class ReplayNode(node_utils.DeviceNode):
         counts += [pub.get_subscription_count for _r, pub in self.audio_rings.values()]
         if self.ack_sub is not None:  # an acknowledgement sent before this matches is lost
             counts.append(compat.publisher_counter(self, self.ack_sub))
-        if not node_utils.wait_to_start(
+        if not waiting.wait_to_start(
             self,
             counts,
             p.wait_subscribers_s,
@@ -420,7 +420,7 @@ def _ahead(
 
 def main(args: list[str] | None = None) -> int:
     """Entry point of ``replay_node``."""
-    return node_utils.run(ReplayNode, args)
+    return running.run(ReplayNode, args)
 
 
 if __name__ == '__main__':

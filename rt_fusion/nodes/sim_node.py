@@ -41,7 +41,7 @@ from rt_fusion.core.scenario.bagout import typestore
 from rt_fusion.core.scenario.closed_loop import DriveParams, Plan, drive
 from rt_fusion.core.scenario.generate import CAMERA_HZ, T0_NS, sensor_streams, write_truth
 from rt_fusion.core.scenario.world import ScenarioError, build_world
-from rt_fusion.ros import compat, graph, node_utils
+from rt_fusion.ros import compat, graph, lifecycle, parameters, running, share, waiting
 from rt_fusion.ros.conversions import message_class, ns_to_time, time_to_ns
 from rt_fusion.ros.shm_transport import ShmPublisher, segment_name
 
@@ -119,10 +119,10 @@ class SimParams:
     )
 
 
-class SimNode(node_utils.DeviceNode):
+class SimNode(lifecycle.DeviceNode):
     """A closed-loop scenario; see the module docstring."""
 
-    PARAM_GROUPS: ClassVar[node_utils.ParamGroups] = ((SimParams, ''),)
+    PARAM_GROUPS: ClassVar[parameters.ParamGroups] = ((SimParams, ''),)
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__('sim', **kwargs)
@@ -142,9 +142,9 @@ class SimNode(node_utils.DeviceNode):
         """Builds the world and the publishers."""
         from rclpy.task import Future  # noqa: PLC0415
 
-        p = self.params = node_utils.declare_params(self, SimParams)
+        p = self.params = parameters.declare_params(self, SimParams)
         try:
-            scenario = library.load(p.scenario, node_utils.resolve_share('config/scenarios'))
+            scenario = library.load(p.scenario, share.resolve_share('config/scenarios'))
             self.world = build_world(scenario, p.seconds)
         except ScenarioError as err:
             raise ParameterError('scenario', p.scenario, str(err)) from err
@@ -262,7 +262,7 @@ class SimNode(node_utils.DeviceNode):
         counts.append(self.shm.subscriber_count)
         # an earlier acknowledgement is lost
         counts.append(compat.publisher_counter(self, self.ack_sub))
-        if not node_utils.wait_to_start(
+        if not waiting.wait_to_start(
             self,
             counts,
             p.wait_subscribers_s,
@@ -274,9 +274,7 @@ class SimNode(node_utils.DeviceNode):
             return False
         if p.route:
             has_planner = self.route_pub.get_subscription_count
-            if not node_utils.wait_until(
-                lambda: has_planner() > 0, p.wait_subscribers_s, self._stop
-            ):
+            if not waiting.wait_until(lambda: has_planner() > 0, p.wait_subscribers_s, self._stop):
                 return False
             self.route_pub.publish(self._route())
             self.route_pub.wait_for_all_acked(Duration(seconds=10))
@@ -358,7 +356,7 @@ class SimNode(node_utils.DeviceNode):
 
 def main(args: list[str] | None = None) -> int:
     """Entry point of ``sim_node``."""
-    return node_utils.run(SimNode, args)
+    return running.run(SimNode, args)
 
 
 if __name__ == '__main__':

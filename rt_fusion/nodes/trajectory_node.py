@@ -48,7 +48,7 @@ from rt_fusion.core.planning import frenet, obstacles
 from rt_fusion.core.planning.ego import EgoPose, PoseHistory
 from rt_fusion.core.planning.emergency import EmergencyParams, EmergencyYield
 from rt_fusion.core.planning.reference import PathError, ReferencePath
-from rt_fusion.ros import node_utils
+from rt_fusion.ros import lifecycle, parameters, running
 from rt_fusion.ros.conversions import ns_to_time, quaternion_yaw, time_to_ns
 from rt_fusion.ros.diagnostics import Level, NodeDiagnostics
 
@@ -91,10 +91,10 @@ class TrajectoryNodeParams:
             )
 
 
-class TrajectoryNode(node_utils.DeviceNode):
+class TrajectoryNode(lifecycle.DeviceNode):
     """The planning loop; see the module docstring."""
 
-    PARAM_GROUPS: ClassVar[node_utils.ParamGroups] = (
+    PARAM_GROUPS: ClassVar[parameters.ParamGroups] = (
         (TrajectoryNodeParams, ''),
         (frenet.PlannerParams, 'planner.'),
         (EmergencyParams, 'emergency.'),
@@ -123,12 +123,12 @@ class TrajectoryNode(node_utils.DeviceNode):
 
     def configure(self) -> None:
         """Parameters, planner, publishers; then the real-time set-up, last."""
-        p = self.params = node_utils.declare_params(self, TrajectoryNodeParams)
-        self.planner_params = node_utils.declare_params(self, frenet.PlannerParams, 'planner.')
+        p = self.params = parameters.declare_params(self, TrajectoryNodeParams)
+        self.planner_params = parameters.declare_params(self, frenet.PlannerParams, 'planner.')
         self.emergency = EmergencyYield(
-            node_utils.declare_params(self, EmergencyParams, 'emergency.')
+            parameters.declare_params(self, EmergencyParams, 'emergency.')
         )
-        rt = node_utils.declare_params(self, realtime.RealtimeParams, 'rt.')
+        rt = parameters.declare_params(self, realtime.RealtimeParams, 'rt.')
         try:
             path = ReferencePath(np.column_stack((p.waypoints_x, p.waypoints_y)))
         except PathError as err:
@@ -167,7 +167,7 @@ class TrajectoryNode(node_utils.DeviceNode):
         self.planner.plan(frenet.FrenetState(0.0, 5.0, 0.0, 0.0, 0.0, 0.0), [])
         self.planner.previous = None
         self.rt_params = rt
-        with node_utils.param_prefix('rt.'):
+        with parameters.param_prefix('rt.'):
             # The heap and stack are touched once the node is active (_prefault), on the
             # executor's thread that plans: 0.17 s of a VM's start-up otherwise.
             self.rt_report = realtime.apply(rt, prefault_here=False)
@@ -444,7 +444,7 @@ class TrajectoryNode(node_utils.DeviceNode):
 
 def main(args: list[str] | None = None) -> int:
     """Entry point of ``trajectory_node``."""
-    return node_utils.run(TrajectoryNode, args)
+    return running.run(TrajectoryNode, args)
 
 
 if __name__ == '__main__':

@@ -280,7 +280,7 @@ def test_camera_detections_start_far_tracks_only_while_no_radar_does() -> None:
     the radar lost) the camera starts them out to camera_max_range_m."""
     import dataclasses  # noqa: PLC0415
 
-    from rt_fusion.core.perception import track_kernels as tk  # noqa: PLC0415
+    from rt_fusion.core.perception import track_layout as tl  # noqa: PLC0415
     from rt_fusion.core.perception.decoders import CameraDetection, DecoderSpec  # noqa: PLC0415
 
     p = FusionParams(ego_speed_mps=0.0, camera_birth_radar_timeout_s=0.5)
@@ -293,7 +293,7 @@ def test_camera_detections_start_far_tracks_only_while_no_radar_does() -> None:
         block = engine.camera_block(
             [near, far], (0.0, 0.0, 0.0), birth_range_m=engine.camera_birth_range(stamp_ns)
         ).block
-        return block[:, tk.DBIRTH].astype(bool).tolist()
+        return block[:, tl.DBIRTH].astype(bool).tolist()
 
     assert engine.camera_birth_range(T0) == p.camera_max_range_m  # no radar yet
     assert births(T0) == [True, True]
@@ -354,7 +354,7 @@ def test_the_camera_block_places_each_detection_as_camera_to_vehicle_does(
         DEFAULT_SIZE,
         SOURCE_CAMERA,
     )
-    from rt_fusion.core.perception import track_kernels as tk  # noqa: PLC0415
+    from rt_fusion.core.perception import track_layout as tl  # noqa: PLC0415
     from rt_fusion.core.perception.decoders import (  # noqa: PLC0415
         CameraDetection,
         DecoderSpec,
@@ -422,15 +422,15 @@ def test_the_camera_block_places_each_detection_as_camera_to_vehicle_does(
         )
     assert 40 < len(want) < 180  # some of each kind were dropped
     np.testing.assert_allclose(got, Detections.of(want).block, rtol=1e-12, atol=1e-9)
-    assert got.shape[1] == tk.DET_WIDTH
-    assert engine.camera_block([], pose).block.shape == (0, tk.DET_WIDTH)
+    assert got.shape[1] == tl.DET_WIDTH
+    assert engine.camera_block([], pose).block.shape == (0, tl.DET_WIDTH)
 
 
 def test_a_rig_camera_places_its_detections_through_its_mounting() -> None:
     """Each camera of the scenario's surround rig (front, left, right, rear: the renderer's
     mountings) sees a car on the road beside or behind the ego; its detection (the keypoint and
     depth the scenario camera gives it) lands where the car is, in odom."""
-    from rt_fusion.core.perception import track_kernels as tk  # noqa: PLC0415
+    from rt_fusion.core.perception import track_layout as tl  # noqa: PLC0415
     from rt_fusion.core.perception.decoders import CameraDetection, DecoderSpec  # noqa: PLC0415
     from rt_fusion.core.scenario import sensors as sm  # noqa: PLC0415
 
@@ -462,7 +462,7 @@ def test_a_rig_camera_places_its_detections_through_its_mounting() -> None:
         )
         block = engine.camera_block([det], pose, geos[name]).block
         want = (pose[0] + c * car[0] - s * car[1], pose[1] + s * car[0] + c * car[1])
-        assert block[0, tk.DXY : tk.DXY + 2] == pytest.approx(want, abs=0.02), name
+        assert block[0, tl.DXY : tl.DXY + 2] == pytest.approx(want, abs=0.02), name
     with pytest.raises(ParameterError, match='extra_camera_yaw'):
         FusionParams(
             extra_camera_x=(1.0,), extra_camera_y=(0.0,), extra_camera_height=(1.0,)

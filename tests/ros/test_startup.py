@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from rt_fusion.core import keeper, linux
-from rt_fusion.ros import node_utils
+from rt_fusion.ros import lifecycle, running
 from tests.conftest import ProcGroup, child_pids, wait_for
 
 REPORT = re.compile(
@@ -20,7 +20,7 @@ REPORT = re.compile(
 
 
 def test_the_start_up_is_reported_once_with_its_steps_adding_up() -> None:
-    times = node_utils.StartupTimes()
+    times = lifecycle.StartupTimes()
     assert times.report() == ''  # a node not started through run() (a test, a component)
     times.begin()
     for step in ('ROS', 'configure', 'activate'):
@@ -35,7 +35,7 @@ def test_the_start_up_is_reported_once_with_its_steps_adding_up() -> None:
 
 
 def test_a_restart_reports_its_start_from_its_turn_instead_of_the_imports() -> None:
-    times = node_utils.StartupTimes()
+    times = lifecycle.StartupTimes()
     times.begin()
     times.took_over(0)  # the first node carries on the keeper's start, imports included
     assert 'interpreter and imports' in times.marks
@@ -81,7 +81,7 @@ def test_a_killed_node_is_replaced_by_its_standby_which_comes_back_active(
     (child,) = set(child_pids(keeper_pid)) - {standby}
     # The standby holds a DDS participant while it waits (a hidden node without endpoints):
     # the others have long discovered it when it takes over.
-    lister = procs.spawn([sys.executable, '-c', GRAPH_NODES, node_utils.STANDBY_NODE], 'graph')
+    lister = procs.spawn([sys.executable, '-c', GRAPH_NODES, running.STANDBY_NODE], 'graph')
     lister.read_until('FOUND', 120)
     # Its DDS files older than the sweep's 1-s guard (files of a participant being created).
     assert wait_for(lambda: (linux.process_age_s(child) or 0.0) >= 1.5)
@@ -102,12 +102,12 @@ PRELOADED = """
 import sys
 import rclpy
 from rt_fusion.nodes.trajectory_node import TrajectoryNode
-from rt_fusion.ros import node_utils
+from rt_fusion.ros import lifecycle, running
 TrajectoryNode.preload()
 before = set(sys.modules)
 rclpy.init()
 node = TrajectoryNode()
-node_utils.autostart(node)
+lifecycle.autostart(node)
 print('LATE', *sorted(m for m in set(sys.modules) - before if 'rosidl_typesupport' in m))
 node.destroy_node()
 rclpy.shutdown()

@@ -1,4 +1,4 @@
-"""node_utils.StopRequest, the SIGINT/SIGTERM handler of a node process, in this process."""
+"""running.StopRequest, the SIGINT/SIGTERM handler of a node process, in this process."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from rt_fusion.ros.node_utils import StopRequest
+from rt_fusion.ros.running import StopRequest
 
 
 @pytest.fixture

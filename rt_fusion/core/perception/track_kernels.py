@@ -38,7 +38,6 @@ from rt_fusion.core.perception.track_layout import (
     DCLS,
     DCLS_PROB,
     DCOV,
-    DET_WIDTH,  # noqa: F401 (read as tk.DET_WIDTH by the fusion core)
     DEXIST,
     DSIZE,
     DSOURCE,
@@ -47,11 +46,9 @@ from rt_fusion.core.perception.track_layout import (
     DXY,
     EXIST,
     F64,
-    FLOAT_WIDTH,  # noqa: F401 (read as tk.FLOAT_WIDTH by the tracker)
     HITS,
     I64,
     ID,
-    INT_WIDTH,  # noqa: F401 (read as tk.INT_WIDTH by the tracker)
     LAST_HIT,
     LAST_PLACED,
     MAX_CLASSES,

@@ -47,17 +47,17 @@ import numpy.typing as npt
 
 from rt_fusion.core.params import param
 from rt_fusion.core.perception import track_kernels as tk
+from rt_fusion.core.perception import track_layout as tl
 from rt_fusion.core.perception.assignment import linear_sum_assignment
 from rt_fusion.core.perception.ego import EgoMotion
-from rt_fusion.core.perception.track_kernels import (
+from rt_fusion.core.perception.track_kernels import Kernels, kernels
+from rt_fusion.core.perception.track_layout import (
     BOOL,
     F64,
     I64,
     MAX_CLASSES,
     MAX_SOURCES,
-    Kernels,
     LifeCycle,
-    kernels,
 )
 
 
@@ -192,8 +192,8 @@ class Detections:
                 for d in detections
             ],
             dtype=np.float64,
-        ).reshape(-1, tk.DET_WIDTH)
-        classes, kinds = rows[:, tk.DCLS], rows[:, tk.DSOURCE]
+        ).reshape(-1, tl.DET_WIDTH)
+        classes, kinds = rows[:, tl.DCLS], rows[:, tl.DSOURCE]
         if np.any((classes < 0) | (classes >= MAX_CLASSES) | (classes % 1 != 0)):
             raise ValueError(f'detection classes must be integers in [0, {MAX_CLASSES})')
         if np.any((kinds < 0) | (kinds >= MAX_SOURCES) | (kinds % 1 != 0)):
@@ -206,7 +206,7 @@ class Detections:
     @property
     def v(self) -> F64:
         """(m, 2) over-ground velocity [m/s], NaN: not measured."""
-        return self.block[:, tk.DV : tk.DV + 2]
+        return self.block[:, tl.DV : tl.DV + 2]
 
 
 @dataclasses.dataclass
@@ -307,31 +307,31 @@ class Tracker:
         self._revive_ns = round(p.revive_s * 1e9)
         # The lost confirmed tracks (rows of the float and integer blocks, as they were when
         # deleted) and when they were deleted [ns]: see _bury and _revive.
-        self._lost_f = np.empty((0, tk.FLOAT_WIDTH))
-        self._lost_i = np.empty((0, tk.INT_WIDTH), np.int64)
+        self._lost_f = np.empty((0, tl.FLOAT_WIDTH))
+        self._lost_i = np.empty((0, tl.INT_WIDTH), np.int64)
         self._lost_at = np.empty(0, np.int64)
         self._bind(
-            np.empty((0, tk.FLOAT_WIDTH)), np.empty((0, tk.INT_WIDTH), np.int64), np.empty(0, bool)
+            np.empty((0, tl.FLOAT_WIDTH)), np.empty((0, tl.INT_WIDTH), np.int64), np.empty(0, bool)
         )
 
     # The named views: name -> (block, first column, shape after the row; () a single column).
     _COLUMNS: ClassVar[dict[str, tuple[str, int, tuple[int, ...]]]] = {
-        'ids': ('i', tk.ID, ()),
-        'x': ('f', tk.X, (4,)),  # x, y [m], vx, vy [m/s] in odom
-        'P': ('f', tk.P, (4, 4)),
-        'stamps': ('i', tk.STAMP, ()),  # the time x and P are at [ns]
-        'hits': ('i', tk.HITS, ()),
-        'scans': ('i', tk.SCANS, ()),
-        'misses': ('i', tk.MISSES, ()),
+        'ids': ('i', tl.ID, ()),
+        'x': ('f', tl.X, (4,)),  # x, y [m], vx, vy [m/s] in odom
+        'P': ('f', tl.P, (4, 4)),
+        'stamps': ('i', tl.STAMP, ()),  # the time x and P are at [ns]
+        'hits': ('i', tl.HITS, ()),
+        'scans': ('i', tl.SCANS, ()),
+        'misses': ('i', tl.MISSES, ()),
         'is_confirmed': ('c', 0, ()),
-        'existence': ('f', tk.EXIST, ()),
-        'votes': ('f', tk.VOTES, (MAX_CLASSES,)),  # summed class probabilities per class
-        'size': ('f', tk.SIZE, (2,)),  # length, width [m] (NaN: unknown)
-        'born': ('i', tk.BORN, ()),
-        'last_hit': ('i', tk.LAST_HIT, ()),
-        'last_placed': ('i', tk.LAST_PLACED, ()),  # the last hit by one that may start tracks
-        'sources': ('i', tk.SOURCES, ()),  # bits of the sensor kinds that have detected it
-        'scores': ('f', tk.SCORES, (MAX_SOURCES,)),  # last existence probability per source
+        'existence': ('f', tl.EXIST, ()),
+        'votes': ('f', tl.VOTES, (MAX_CLASSES,)),  # summed class probabilities per class
+        'size': ('f', tl.SIZE, (2,)),  # length, width [m] (NaN: unknown)
+        'born': ('i', tl.BORN, ()),
+        'last_hit': ('i', tl.LAST_HIT, ()),
+        'last_placed': ('i', tl.LAST_PLACED, ()),  # the last hit by one that may start tracks
+        'sources': ('i', tl.SOURCES, ()),  # bits of the sensor kinds that have detected it
+        'scores': ('f', tl.SCORES, (MAX_SOURCES,)),  # last existence probability per source
     }
     _f: F64
     _i: I64
@@ -512,21 +512,21 @@ class Tracker:
             return
         x, cov = tk.state(self._f)
         b = d.block[cols]
-        x[rows, :2] = b[:, tk.DXY : tk.DXY + 2]
+        x[rows, :2] = b[:, tl.DXY : tl.DXY + 2]
         cov[rows, :2, 2:] = 0.0
         cov[rows, 2:, :2] = 0.0
-        cov[rows, 0, 0] = b[:, tk.DCOV]
-        cov[rows, 0, 1] = cov[rows, 1, 0] = b[:, tk.DCOV + 1]
-        cov[rows, 1, 1] = b[:, tk.DCOV + 2]
+        cov[rows, 0, 0] = b[:, tl.DCOV]
+        cov[rows, 0, 1] = cov[rows, 1, 0] = b[:, tl.DCOV + 1]
+        cov[rows, 1, 1] = b[:, tl.DCOV + 2]
         i, f = self._i, self._f
-        i[rows, tk.HITS] += 1
-        i[rows, tk.MISSES] = 0
-        i[rows, tk.LAST_HIT] = stamp_ns
-        placed = rows[b[:, tk.DBIRTH] != 0]
-        i[placed, tk.LAST_PLACED] = stamp_ns
-        source = b[:, tk.DSOURCE].astype(np.int64)
-        i[rows, tk.SOURCES] |= source
-        f[rows, tk.VOTES + b[:, tk.DCLS].astype(np.int64)] += b[:, tk.DCLS_PROB]
+        i[rows, tl.HITS] += 1
+        i[rows, tl.MISSES] = 0
+        i[rows, tl.LAST_HIT] = stamp_ns
+        placed = rows[b[:, tl.DBIRTH] != 0]
+        i[placed, tl.LAST_PLACED] = stamp_ns
+        source = b[:, tl.DSOURCE].astype(np.int64)
+        i[rows, tl.SOURCES] |= source
+        f[rows, tl.VOTES + b[:, tl.DCLS].astype(np.int64)] += b[:, tl.DCLS_PROB]
         self.reanchored += len(rows)
 
     def confirm(self, rows: I64) -> None:
@@ -560,14 +560,14 @@ class Tracker:
             return
         i, f, life = self._i[rows], self._f[rows], self.life
         lost = rows[
-            (stamp_ns - i[:, tk.LAST_PLACED] > life.coast_ns)
-            | (np.maximum(f[:, tk.P], f[:, tk.P + 5]) > life.max_var)
+            (stamp_ns - i[:, tl.LAST_PLACED] > life.coast_ns)
+            | (np.maximum(f[:, tl.P], f[:, tl.P + 5]) > life.max_var)
         ]
         if not len(lost):
             return
-        ids = self._i[lost, tk.ID]
+        ids = self._i[lost, tl.ID]
         # (a broadcast compare: np.isin costs ~40 µs of set-up on these few ids)
-        again = (self._lost_i[:, tk.ID, None] == ids[None, :]).any(axis=1)
+        again = (self._lost_i[:, tl.ID, None] == ids[None, :]).any(axis=1)
         keep = (stamp_ns - self._lost_at <= self._revive_ns) & ~again
         self._lost_f = np.concatenate((self._lost_f[keep], self._f[lost]))
         self._lost_i = np.concatenate((self._lost_i[keep], self._i[lost]))

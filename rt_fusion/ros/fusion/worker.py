@@ -22,7 +22,7 @@ from rt_fusion.core.perception.zoom import decode_views
 from rt_fusion.core.sync import AlignedFrame, Aligner
 from rt_fusion.inference.runner import DEFAULT_INPUT_HW, FrameRunner
 from rt_fusion.inference.spec import ModelError
-from rt_fusion.ros import node_utils
+from rt_fusion.ros import share
 from rt_fusion.ros.fusion.params import FusionNodeParams
 from rt_fusion.ros.fusion.rig import CameraRig
 from rt_fusion.ros.shm_transport import ShmSubscription
@@ -324,7 +324,7 @@ def make_runner(p: FusionNodeParams, rt: realtime.RealtimeParams, logger: Any) -
     Raises:
         ParameterError: the model cannot be loaded.
     """
-    spec_path = node_utils.resolve_share(p.model)
+    spec_path = share.resolve_share(p.model)
     threads = p.threads
     if rt.rt_priority > 0 and p.device == 'cpu' and threads != 1:
         # The worker is SCHED_FIFO; the backend's pool threads are not (ONNX Runtime pins

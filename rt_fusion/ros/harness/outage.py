@@ -17,13 +17,13 @@ from rt_fusion.ros.harness.recorder import Recorder
 
 # Who may idle while a node is down: the planner publishes only on the fusion's objects.
 DEPENDS = {'fusion': {'planner'}}
-# The node's active line; a process started by node_utils.run says where its start went.
+# The node's active line; a process started by running.run says where its start went.
 ACTIVE = re.compile(r'\[INFO\] \[(\d+\.\d+)\] \[(\w+)\]: active(?: \(([^)]*)\))?')
 STEP = re.compile(r'([a-zA-Z ]+?) (\d+\.\d+)')
 
 
 def start_steps(text: str | None) -> dict[str, float]:
-    """The steps of an active line's start-up report (``node_utils.StartupTimes``)."""
+    """The steps of an active line's start-up report (``lifecycle.StartupTimes``)."""
     if not text or ': ' not in text:
         return {}
     return {m.group(1).strip(): float(m.group(2)) for m in STEP.finditer(text.split(': ', 1)[1])}

@@ -1,0 +1,198 @@
+"""Parameters of the nodes: declared from core dataclasses (typed, described, ranged), read
+under a prefix, a parameter file section checked against a node's groups, and unknown names
+refused.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Mapping
+from typing import Any, TypeVar
+
+from rcl_interfaces.msg import IntegerRange, ParameterDescriptor
+from rclpy.exceptions import (
+    InvalidParameterTypeException,
+    InvalidParameterValueException,
+    ParameterUninitializedException,
+)
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+
+from rt_fusion.core import params
+from rt_fusion.core.errors import ParameterError
+
+T = TypeVar('T')
+
+
+_SCALAR = {
+    bool: Parameter.Type.BOOL,
+    int: Parameter.Type.INTEGER,
+    float: Parameter.Type.DOUBLE,
+    str: Parameter.Type.STRING,
+}
+
+
+_ARRAY = {
+    bool: Parameter.Type.BOOL_ARRAY,
+    int: Parameter.Type.INTEGER_ARRAY,
+    float: Parameter.Type.DOUBLE_ARRAY,
+    str: Parameter.Type.STRING_ARRAY,
+}
+_INT_MIN, _INT_MAX = -(2**63), 2**63 - 1
+
+
+def _descriptor(field: params.ParamField) -> ParameterDescriptor:
+    spec = field.spec
+    desc = ParameterDescriptor(description=spec.describe())
+    kind = field.item_kind if field.kind is tuple else field.kind
+    # Floats accept integers written in YAML (`rate: 30`); the core converts and checks them.
+    desc.dynamic_typing = kind is float
+    if spec.low is not None or spec.high is not None:
+        if kind is int:
+            desc.integer_range = [
+                IntegerRange(
+                    from_value=int(spec.low) if spec.low is not None else _INT_MIN,
+                    to_value=int(spec.high) if spec.high is not None else _INT_MAX,
+                    step=0,
+                )
+            ]
+        elif kind is float:
+            desc.additional_constraints = (
+                f'range [{spec.low if spec.low is not None else "-inf"}, '
+                f'{spec.high if spec.high is not None else "inf"}]'
+            )
+    if spec.choices:
+        desc.additional_constraints = f'one of {list(spec.choices)}'
+    return desc
+
+
+def declare_params(node: Node, cls: type[T], prefix: str = '') -> T:
+    """Declares every field of the parameter dataclass ``cls`` on ``node`` and reads it back.
+
+    Fields without a default are declared without a value: a parameter file must set them.
+
+    Raises:
+        ParameterError: naming the parameter that is missing, mistyped or out of range.
+    """
+    values: dict[str, Any] = {}
+    for field in params.fields(cls):
+        name = prefix + field.name
+        kind = field.item_kind if field.kind is tuple else field.kind
+        assert kind is not None
+        ptype = (_ARRAY if field.kind is tuple else _SCALAR)[kind]
+        try:
+            if node.has_parameter(name):  # configured before (lifecycle re-configure): re-read
+                values[field.name] = node.get_parameter(name).value
+                continue
+            if field.kind is tuple and not field.default and kind is float:
+                # An empty list of floats: untyped and unset (dynamic typing, so that a file's
+                # `[2, 1.5]` is taken as floats too; the core converts and checks).
+                node.declare_parameter(name, None, _descriptor(field))
+                value = node.get_parameter(name).value
+                values[field.name] = field.default if value is None else value
+                continue
+            if field.required or (field.kind is tuple and not field.default):
+                # An empty list has no element type: declare it typed, unset.
+                node.declare_parameter(name, ptype, _descriptor(field))
+            else:
+                default = list(field.default) if field.kind is tuple else field.default
+                node.declare_parameter(name, default, _descriptor(field))
+            values[field.name] = node.get_parameter(name).value
+        except ParameterUninitializedException:
+            values[field.name] = None if field.required else field.default
+        except (InvalidParameterValueException, InvalidParameterTypeException) as err:
+            raise ParameterError(name, None, str(err)) from err
+    defaulted = [
+        prefix + f.name
+        for f in params.fields(cls)
+        if f.spec.calibration and prefix + f.name not in node._parameter_overrides
+    ]
+    if defaulted:
+        node.get_logger().warning(
+            "vehicle calibration not set, on the generated scenarios' defaults: "
+            + ', '.join(defaulted)
+            + ' (set them in the parameter file)'
+        )
+    try:
+        return params.build(cls, values)
+    except ParameterError as err:
+        raise ParameterError(prefix + err.name, err.value, err.reason) from err
+
+
+@contextlib.contextmanager
+def param_prefix(prefix: str) -> Iterator[None]:
+    """Re-raises a ParameterError from a parameter group's later checks under its full name."""
+    try:
+        yield
+    except ParameterError as err:
+        if err.name.startswith(prefix):
+            raise
+        raise ParameterError(prefix + err.name, err.value, err.reason) from err
+
+
+ParamGroups = tuple[tuple[type, str], ...]  # (parameter dataclass, name prefix) of a node
+
+
+def check_param_section(groups: ParamGroups, section: Mapping[str, Any]) -> list[object]:
+    """Validates one node's ``ros__parameters`` (nested YAML mapping) without starting it.
+
+    Returns the built parameter objects, one per group.
+
+    Raises:
+        ParameterError: naming the first unknown, mistyped or out-of-range parameter.
+    """
+    flat: dict[str, Any] = {}
+
+    def walk(prefix: str, value: Any) -> None:
+        if isinstance(value, Mapping):
+            for key, item in value.items():
+                walk(f'{prefix}{key}.', item)
+        else:
+            flat[prefix[:-1]] = value
+
+    walk('', section)
+    built: list[object] = []
+    # Longest prefix first, so 'planner.x' is not taken by the '' group.
+    claimed: set[str] = set()
+    for cls, prefix in sorted(groups, key=lambda g: -len(g[1])):
+        values = {
+            k[len(prefix) :]: v
+            for k, v in flat.items()
+            if k.startswith(prefix) and k not in claimed
+        }
+        if prefix == '':
+            values = {k: v for k, v in values.items() if k not in _FOREIGN_PARAMS}
+        claimed |= {prefix + k for k in values}
+        try:
+            built.append(params.build(cls, values))
+        except ParameterError as err:
+            raise ParameterError(prefix + err.name, err.value, err.reason) from err
+    return built
+
+
+# Set on every node by rclpy or ros2 launch, not by us.
+_FOREIGN_PARAMS = ('use_sim_time', 'start_type_description_service', 'autostart')
+
+
+def reject_unknown_params(node: Node) -> None:
+    """Fails on a parameter given to ``node`` (YAML file, ``-p``) that it never declared.
+
+    rclpy silently ignores such overrides, so a misspelt name in a parameter file would leave the
+    default in force without a word; here it stops the start-up instead.
+
+    Raises:
+        ParameterError: naming the first unknown parameter.
+    """
+    for name, value in sorted(node._parameter_overrides.items()):
+        if (
+            node.has_parameter(name)
+            or name in _FOREIGN_PARAMS
+            or name.startswith('qos_overrides.')
+        ):
+            continue
+        raise ParameterError(
+            name,
+            value.value,
+            f'unknown parameter of node {node.get_name()!r} (misspelt? '
+            f'`ros2 param list /{node.get_name()}` shows the known ones)',
+        )
