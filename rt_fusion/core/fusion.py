@@ -1,4 +1,4 @@
-"""Fusion of one aligned camera frame: radar objects, camera evidence from the network, ego motion.
+"""Fusion of one aligned camera frame: radar objects, camera detections, ego motion, audio.
 
 Per camera frame the :class:`~rt_fusion.core.sync.Aligner` hands over the IMU at the frame time,
 the nearest radar scan moved to the frame time and the audio window. :class:`FusionEngine`:
@@ -12,11 +12,12 @@ the nearest radar scan moved to the frame time and the audio window. :class:`Fus
    multi-object tracker (:mod:`rt_fusion.core.perception.tracker`); its confirmed tracks,
    predicted to the frame time, are the output (``output: detections`` gives the scan's objects
    untracked instead);
-3. **camera evidence**: the object's centre projected into the image (pinhole intrinsics, camera
-   mounting) and looked up in the network's output map (channel ``evidence_channel`` of the
-   model's first output, logistic) — a per-object score a trained detector head turns into class
-   confidence. ``models/rtf_testnet`` has random weights, so with it the score is a real
-   computation on the real frame with no meaning yet;
+3. **camera detections**: the detector's output decoded (the model spec's decoder section:
+   :mod:`rt_fusion.core.perception.decoders`) into boxes with class, depth and heading, placed
+   on the ground with the camera's mounting and intrinsics, feed the same tracker (births,
+   updates, class votes; a track's camera score is its latest camera confidence). A model
+   without a decoder section (``models/rtf_testnet``, random weights for the inference tests)
+   is refused by the node;
 4. **audio**: while the hearing (:mod:`rt_fusion.core.perception.hearing`, run by the node)
    hears a siren (``set_siren``), the vehicle track moving fastest relative to the ego
    (approaching, or overtaking as an emergency vehicle does; ``emergency_*`` parameters) is
@@ -157,11 +158,6 @@ class FusionParams:
         'yaws of the extra cameras relative to base_link (left pi/2, right -pi/2, rear pi)',
         unit='rad',
         default=(),
-    )
-    evidence_channel: int = param(
-        'output channel read as camera evidence (a model without a decoder section)',
-        default=0,
-        low=0,
     )
     camera_max_range_m: float = param(
         'camera detections beyond this range are dropped, and a track beyond it is not expected '
@@ -850,26 +846,6 @@ class FusionEngine:
             rows.append(np.where(ok.any(axis=0), conf[near], -1))
         return rows[0], rows[1]
 
-    def camera_score(
-        self, x: float, y: float, evidence: npt.NDArray[Any] | None, input_hw: tuple[int, int]
-    ) -> float:
-        """Logistic of the evidence map at the projection of the ground point (x, y) (vehicle
-        frame) into the model input; NaN when behind the camera or outside the image."""
-        if evidence is None:
-            return math.nan
-        p = self.p
-        depth = x - p.camera_x
-        if depth <= 0.5:
-            return math.nan
-        u = p.cx - p.fx * y / depth
-        v = p.cy + p.fy * p.camera_height / depth
-        h, w = input_hw
-        if not (0 <= u < w and 0 <= v < h):
-            return math.nan
-        gh, gw = evidence.shape[-2:]
-        value = float(evidence[min(int(v * gh / h), gh - 1), min(int(u * gw / w), gw - 1)])
-        return 1.0 / (1.0 + math.exp(-value))
-
     def fuse(
         self,
         frame: AlignedFrame,
@@ -883,17 +859,15 @@ class FusionEngine:
         ``detections`` its decoded detections (a caller timing the decoder on its own);
         ``extra``: the detections of the extra cameras' frames of the same time, each with its
         camera (:meth:`FusionParams.extra_geometries`)."""
+        if network_output is not None and self.decoder is None:
+            raise ValueError("a network output needs the model's decoder (set_decoder)")
         self._advance_ego(frame)
-        evidence = None
         cams: list[CameraDetection] | None = None
         if detections is not None:
             cams = self.camera_detections = detections
         elif network_output is not None and self.decoder is not None:
             cams = decode(network_output, self.decoder, input_hw)
             self.camera_detections = cams
-        elif network_output is not None:
-            out = np.asarray(network_output)
-            evidence = out.reshape(-1, *out.shape[-2:])[self.p.evidence_channel]
         objects: list[FusedObject] = []
         radar_dt = 0
         radar = next((r for r in frame.radar.values() if r is not None), None)
@@ -930,14 +904,8 @@ class FusionEngine:
                 if math.isfinite(tw) and tw > 0:
                     width = tw
                 yaw = math.atan2(vy, vx) if math.hypot(vx, vy) > 1.0 else 0.0
-                if cams is not None:
-                    score = float(cam_scores[i])
-                    sources = int(tracks.sources[i])
-                else:
-                    score = self.camera_score(x, y, evidence, input_hw)
-                    sources = int(tracks.sources[i]) | (
-                        SOURCE_CAMERA if math.isfinite(score) else 0
-                    )
+                score = float(cam_scores[i]) if cams is not None else math.nan
+                sources = int(tracks.sources[i])
                 objects.append(
                     FusedObject(
                         tid,
@@ -979,8 +947,7 @@ class FusionEngine:
                     if math.isfinite(o.rms_x) and math.isfinite(o.rms_y)
                     else p.position_std_m
                 )
-                score = self.camera_score(x, y, evidence, input_hw)
-                sources = 1 | (2 if math.isfinite(score) else 0)
+                score, sources = math.nan, 1  # untracked radar objects: the radar's alone
                 prob = o.prob_exist if math.isfinite(o.prob_exist) else 1.0
                 objects.append(
                     FusedObject(

@@ -155,7 +155,7 @@ def scene_png(path: Path, objects: list[dict[str, Any]], plans: list[dict[str, A
     ax.plot([], [], color='C3', label='plans (odom frame, every n-th)')
     ax.set_xlabel('x [m]')
     ax.set_ylabel('y [m]')
-    ax.set_title('rt_fusion demo: radar objects fused with camera evidence, and the plans')
+    ax.set_title('rt_fusion demo: radar and camera tracks fused, and the plans')
     ax.grid(True, alpha=0.3)
     ax.legend(loc='upper right', fontsize=8)
     fig.tight_layout()

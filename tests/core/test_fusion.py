@@ -1,5 +1,5 @@
 """FusionEngine on frames from the real Aligner: ego dead reckoning, radar objects into the vehicle
-frame at the frame time, camera evidence lookup, audio level."""
+frame at the frame time, camera detections, audio level."""
 
 from __future__ import annotations
 
@@ -125,25 +125,12 @@ def test_measured_size_rms_and_existence_threshold() -> None:
     assert obj.position_std == 0.4
 
 
-def test_camera_evidence_is_read_where_the_object_projects() -> None:
-    p = FusionParams(output='detections')
-    engine = FusionEngine(p)
-    h, w = 384, 640
-    out = np.full((1, 4, h // 8, w // 8), -20.0, np.float32)
-    # Project a point 20 m ahead (vehicle frame), 1 m left: where its cell is, put evidence 5.
-    x, y = 20.0, 1.0
-    depth = x - p.camera_x
-    u, v = p.cx - p.fx * y / depth, p.cy + p.fy * p.camera_height / depth
-    out[0, p.evidence_channel, int(v / 8), int(u / 8)] = 5.0
-    target = RadarObjectIn(3, x - p.radar_x, y, 0.0, 0.0, 1)
-    elsewhere = RadarObjectIn(4, 30.0, -4.0, 0.0, 0.0, 1)
-    behind = RadarObjectIn(5, -10.0, 0.0, 0.0, 0.0, 1)
-    fused = _one_frame(engine, [target, elsewhere, behind], frame_dt_ms=0, network_output=out)
-    by_id = {o.id: o for o in fused.objects}
-    assert by_id[3].camera_score == pytest.approx(1 / (1 + math.exp(-5.0)))
-    assert by_id[4].camera_score == pytest.approx(1 / (1 + math.exp(20.0)))
-    assert by_id[3].sources == by_id[4].sources == 3  # radar | camera
-    assert math.isnan(by_id[5].camera_score) and by_id[5].sources == 1
+def test_a_network_output_without_a_decoder_is_refused() -> None:
+    """The fusion takes decoded detections; a raw output with no decoder to read it is a bug
+    (the node refuses such a model at configure)."""
+    engine = FusionEngine(FusionParams(output='detections'))
+    with pytest.raises(ValueError, match='decoder'):
+        _one_frame(engine, [], network_output=np.zeros((1, 4, 48, 80), np.float32))
 
 
 def test_audio_level_in_dbfs() -> None:

@@ -28,7 +28,7 @@ def _fusion(procs: ProcGroup, *params: str) -> object:
         '-r',
         '~/in/camera:=/camera/out/image',
         '-p',
-        f'model:={ROOT / "models" / "rtf_testnet.yaml"}',
+        f'model:={ROOT / "models" / "rtf_centernet.yaml"}',  # the vehicle's detector and decoder
         '-p',
         'backend:=onnxruntime',
         '-p',
@@ -126,6 +126,13 @@ def test_a_missing_model_fails_at_start_with_its_path(procs: ProcGroup) -> None:
     fusion = _fusion(procs, '-p', 'model:=/nonexistent/net.yaml')
     assert fusion.wait(60) == 2
     assert any('/nonexistent/net.yaml' in line for line in fusion.stderr), fusion.stderr[-5:]
+
+
+def test_a_model_without_a_decoder_is_refused_at_start(procs: ProcGroup) -> None:
+    # The random-weight test network has no decoder section: nothing to fuse its output as.
+    fusion = _fusion(procs, '-p', f'model:={ROOT / "models" / "rtf_testnet.yaml"}')
+    assert fusion.wait(60) == 2
+    assert any('no decoder section' in line for line in fusion.stderr), fusion.stderr[-5:]
 
 
 def test_non_finite_incomplete_and_backward_inputs_are_counted_and_never_fused(

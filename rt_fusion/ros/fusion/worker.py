@@ -343,6 +343,12 @@ def make_runner(p: FusionNodeParams, rt: realtime.RealtimeParams, logger: Any) -
             spec_path, p.backend, p.device, threads, device_decode=p.device_decode,
             warm=False, zoom=p.zoom, mirror=p.mirror,
         )  # fmt: skip
+        if runner.spec.decoder is None:
+            runner.release()
+            raise ParameterError(
+                'model', str(spec_path), 'no decoder section: fusion_node fuses the detections '
+                'of a detector (models/rtf_centernet.yaml)',
+            )  # fmt: skip
         if runner.cuda:
             runner.warm_up()
         else:  # its 0.2 s overlap the rest of configure (done at its end)
