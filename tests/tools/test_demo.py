@@ -129,3 +129,21 @@ def test_the_default_scenario_demo_needs_nothing_outside_the_repository(tmp_path
         log = (out / 'logs' / 'rt_fusion' / 'launch.log').read_text()
         assert 'replay_node' in log and 'fusion_node' in log and 'trajectory_node' in log
         assert 'process has died' not in log and 'Traceback' not in log, log[-3000:]
+
+
+def test_a_node_that_dies_at_start_is_reported_at_once_from_a_plain_shell(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The demo from a shell that set nothing up (no AMENT_PREFIX_PATH): it finds its package,
+    and a node that dies at start (TensorRT, not installable here) is named with its last
+    error line as soon as launch reports it, not after the 120 s bring-up deadline."""
+    env = {k: v for k, v in ros_env().items() if k != 'AMENT_PREFIX_PATH'}
+    proc = subprocess.run(
+        [
+            sys.executable, str(ROOT / 'tools' / 'demo.py'), '--seconds', '2', '--no-compare',
+            '--backend', 'tensorrt', '--out', str(tmp_path / 'demo'),
+        ],
+        env=env, capture_output=True, text=True, timeout=240, check=False,
+    )  # fmt: skip
+    assert proc.returncode != 0
+    # named as it died ('failed to start'), not at the deadline ('no publisher on ... after')
+    assert 'the graph failed to start: fusion_node' in proc.stderr, proc.stderr[-2000:]
+    assert 'tensorrt' in proc.stderr.lower(), proc.stderr[-2000:]
