@@ -81,7 +81,7 @@ def test_every_remapping_joins_an_input_to_an_existing_output(
     if 'sim' in graph:  # the simulator publishes where the sensors and a route planner would
         from rt_fusion.nodes import sim_node  # noqa: PLC0415
 
-        outputs |= {sim_node.CAMERA, *sim_node.TOPICS.values(), ROUTE}
+        outputs |= {sim_node.CAMERA, *sim_node.TYPES, ROUTE}
     for name, (exe, remaps) in graph.items():
         inputs = _topics(scripts[exe].split(':')[0].rsplit('.', 1)[1], 'in')
         for src, dst in remaps:
