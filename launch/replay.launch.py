@@ -84,6 +84,11 @@ def generate_launch_description() -> LaunchDescription:
             default_value=str(share / 'config' / 'replay.yaml'),
             description='parameters of fusion and planner',
         ),
+        DeclareLaunchArgument(
+            'calibration',
+            default_value=str(share / 'config' / 'calibration' / 'scenario.yaml'),
+            description="the vehicle's sensor mountings, published on /tf_static",
+        ),
     ]
 
     def nodes(context: LaunchContext) -> list[object]:
@@ -115,6 +120,7 @@ def generate_launch_description() -> LaunchDescription:
             graph.launch_node(graph.REPLAY, [replay_params, topics, shm]),
             graph.launch_node(graph.with_cameras(graph.FUSION, extra), [config]),
             graph.launch_node(graph.PLANNER, [config]),
+            graph.launch_node(graph.CALIBRATION, [{'calibration': LaunchConfiguration('calibration')}]),
         ]
 
     actions.append(OpaqueFunction(function=nodes))

@@ -70,6 +70,11 @@ def generate_launch_description() -> LaunchDescription:
             default_value=str(share / 'config' / 'replay.yaml'),
             description='parameters of fusion and planner',
         ),
+        DeclareLaunchArgument(
+            'calibration',
+            default_value=str(share / 'config' / 'calibration' / 'scenario.yaml'),
+            description="the vehicle's sensor mountings, published on /tf_static",
+        ),
     ]
 
     def nodes(context: LaunchContext) -> list[object]:
@@ -83,6 +88,7 @@ def generate_launch_description() -> LaunchDescription:
             graph.launch_node(graph.SIM, [sim, {'ack_topic': ACK}]),
             graph.launch_node(graph.FUSION, [config, closed['fusion']]),
             graph.launch_node(graph.PLANNER, [config, closed['planner']]),
+            graph.launch_node(graph.CALIBRATION, [{'calibration': LaunchConfiguration('calibration')}]),
         ]
 
     actions.append(OpaqueFunction(function=nodes))

@@ -105,6 +105,11 @@ def _need_launch() -> Path:
         )
     if not (VENV / 'lib' / 'rt_fusion' / 'replay_node').exists():
         pytest.skip(f'no ament layout in {VENV.name}: run make setup')
+    # A description built in this process finds the package's share as `ros2 launch` would
+    # (tools do the same: rt_fusion.ros.harness.launching.ament_env), whatever ran before.
+    import os  # noqa: PLC0415
+
+    os.environ.update(launching.ament_env(os.environ))
     return ros2
 
 

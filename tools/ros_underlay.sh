@@ -31,6 +31,9 @@ PREFIX=${1:-$ROOT/build/underlay-$DISTRO}
 mkdir -p "$PREFIX"
 PREFIX=$(cd "$PREFIX" && pwd)
 COMPOSITION_SRC=$ROOT/../shared/wheels/ros2_launch/src/composition_interfaces
+# The standard interfaces rt_fusion uses that no wheel provides (apt on the vehicle).
+STD_MSGS_SRC=$ROOT/../shared/msgs_src
+STD_MSGS=(tf2_msgs vision_msgs radar_msgs)
 [[ -d $LAUNCH_WHEELS && -d $COMPOSITION_SRC ]] \
   || die "no launch wheels in ${LAUNCH_WHEELS} (../shared/wheels/ros2_launch): nothing to launch with"
 # The first python3 on PATH outside any venv (on the vehicle /usr/bin/python3). Not Debian's
@@ -61,6 +64,8 @@ SETUPTOOLS=setuptools==68.1.2
 key() {
   { cat "$ROOT/requirements-ros-$DISTRO.txt" "$LOCK" "$LAUNCH_WHEELS/SHA256SUMS" "${BASH_SOURCE[0]}" \
         "$ROOT/tools/ros_wheels.sh"
+    find "$STD_MSGS_SRC" -type f \( -name '*.msg' -o -name CMakeLists.txt -o -name package.xml \) \
+      -print0 | sort -z | xargs -0 cat
     echo "$PYTHON $PYVER ${RUNTIME[*]} $SETUPTOOLS"; } | sha256sum | cut -d' ' -f1
 }
 STAMP=$PREFIX/.underlay.sha256
@@ -104,19 +109,22 @@ done
 
 fix_wheel_cmake_paths "$PYTHON" "$PREFIX" "$SITE"
 
-# composition_interfaces (launch_ros imports it), built into the prefix as on a ROS install.
-say "building composition_interfaces into the prefix"
+# composition_interfaces (launch_ros imports it) and the standard interfaces (ros-<distro>-tf2-msgs
+# ... on the vehicle), built into the prefix as on a ROS install.
+say "building composition_interfaces, ${STD_MSGS[*]} into the prefix"
 (
   # shellcheck source=/dev/null
   source "$PREFIX/setup.bash"
-  b=$PREFIX/.build/composition_interfaces
-  { cmake -S "$COMPOSITION_SRC" -B "$b" -DCMAKE_INSTALL_PREFIX="$PREFIX" -DBUILD_TESTING=OFF \
-      -DPython3_EXECUTABLE="$PYTHON" \
-    && cmake --build "$b" -j"$(nproc)" && cmake --install "$b"; } >"$PREFIX/cmake.log" 2>&1 \
-    || { tail -30 "$PREFIX/cmake.log" >&2; exit 1; }
+  for src in "$COMPOSITION_SRC" "${STD_MSGS[@]/#/$STD_MSGS_SRC/}"; do
+    b=$PREFIX/.build/$(basename "$src")
+    { cmake -S "$src" -B "$b" -DCMAKE_INSTALL_PREFIX="$PREFIX" -DBUILD_TESTING=OFF \
+        -DPython3_EXECUTABLE="$PYTHON" \
+      && cmake --build "$b" -j"$(nproc)" && cmake --install "$b"; } >>"$PREFIX/cmake.log" 2>&1 \
+      || { tail -30 "$PREFIX/cmake.log" >&2; exit 1; }
+  done
   rm -rf "$PREFIX/.build"
-  "$PYTHON" -c 'import rclpy, launch_ros, composition_interfaces.srv' \
+  "$PYTHON" -c 'import rclpy, launch_ros, composition_interfaces.srv, tf2_msgs.msg, vision_msgs.msg, radar_msgs.msg' \
     || { echo "import check failed with $PREFIX/setup.bash sourced" >&2; exit 1; }
-) || die "composition_interfaces or the import check failed (log: $PREFIX/cmake.log)"
+) || die "composition_interfaces, the standard interfaces or the import check failed (log: $PREFIX/cmake.log)"
 key >"$STAMP"
 say "done in $((SECONDS - START)) s: source $PREFIX/setup.bash"

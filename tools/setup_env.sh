@@ -34,6 +34,9 @@ esac
 COMPOSITION_SRC=$ROOT/../shared/wheels/ros2_launch/src/composition_interfaces
 STAMP=$VENV/.rt_fusion_setup.sha256
 MSG_PKG=packages/rt_fusion_msgs
+# Standard interfaces no wheel provides (tf2_msgs, vision_msgs, radar_msgs), as source in ../shared.
+STD_MSGS_SRC=$ROOT/../shared/msgs_src
+STD_MSGS=(tf2_msgs vision_msgs radar_msgs)
 PKG=packages/rt_fusion
 BUILD=$ROOT/build/$DISTRO
 APT_PACKAGES=(cmake g++ make libportaudio2 libasound2)
@@ -42,6 +45,11 @@ inputs_key() {
   { cat requirements.txt "requirements-ros-$DISTRO.txt" "$PKG"/setup.py "$PKG"/setup.cfg "$PKG"/package.xml \
         "$MSG_PKG/CMakeLists.txt" "$MSG_PKG/package.xml" "$MSG_PKG"/msg/*.msg tools/setup_env.sh \
         tools/ros_wheels.sh
+    local pkg
+    for pkg in "${STD_MSGS[@]}"; do
+      [[ -d $STD_MSGS_SRC/$pkg ]] && find "$STD_MSGS_SRC/$pkg" -type f \( -name '*.msg' -o -name '*.srv' \
+        -o -name '*.action' -o -name CMakeLists.txt -o -name package.xml \) -print0 | sort -z | xargs -0 cat
+    done
     [[ -f $LOCK ]] && cat "$LOCK"
     [[ -f $LAUNCH_WHEELS/SHA256SUMS ]] && cat "$LAUNCH_WHEELS/SHA256SUMS"
     echo "$DISTRO"; } | sha256sum | cut -d' ' -f1
@@ -188,6 +196,11 @@ cmake_package() {  # name source-dir
 }
 say "building rt_fusion_msgs (cmake + rosidl) into $(basename "$VENV")"
 cmake_package rt_fusion_msgs "$MSG_PKG"
+for pkg in "${STD_MSGS[@]}"; do
+  [[ -d $STD_MSGS_SRC/$pkg ]] || die "no $STD_MSGS_SRC/$pkg: the standard interfaces' sources (../shared/msgs_src)"
+  say "building $pkg (${STD_MSGS_SRC#"$ROOT/"}/$pkg, cmake + rosidl) into $(basename "$VENV")"
+  cmake_package "$pkg" "$STD_MSGS_SRC/$pkg"
+done
 
 # --- 4. launch, launch_ros, ros2cli ------------------------------------------------------------
 if [[ -d $LAUNCH_WHEELS && -d $COMPOSITION_SRC ]]; then
@@ -206,7 +219,7 @@ pip_install --no-deps --no-build-isolation --use-pep517 -e "$PKG"
 ament_layout
 colcon_ignore
 
-python -c "import rclpy, rt_fusion, rt_fusion_msgs.msg; print('setup: import check ok:', \
+python -c "import rclpy, rt_fusion, rt_fusion_msgs.msg, tf2_msgs.msg, vision_msgs.msg, radar_msgs.msg; print('setup: import check ok:', \
 rt_fusion.__version__, 'rclpy', rclpy.__file__.rsplit('/', 2)[-2])" \
   || die "import check failed: $VENV/bin/python -c 'import rclpy, rt_fusion, rt_fusion_msgs.msg'"
 byte_compile

@@ -41,6 +41,7 @@ NODES = {
     'fusion_node': 'rt_fusion.nodes.fusion_node:main',
     'replay_node': 'rt_fusion.nodes.replay_node:main',
     'sim_node': 'rt_fusion.nodes.sim_node:main',
+    'calibration_node': 'rt_fusion.nodes.calibration_node:main',
 }
 TOOLS = {
     'rt_fusion_demo': 'rt_fusion_tools.demo:main',

@@ -16,9 +16,9 @@ network runs on the frame (``backend``: onnxruntime, torch or tensorrt; ``none``
 (rt_fusion_msgs/ObjectArray in ``base_link``, stamped with the frame's time;
 ``inputs_complete_ns`` is when the aligner released the frame and ``published_ns`` when the
 list went out: the difference is this node's latency) and ``~/out/odometry`` (nav_msgs/Odometry,
-dead-reckoned ``odom`` → ``base_link``). A torn frame (the ring overwrote it while the network
-read it) is counted and skipped; missing modalities degrade the output, never stall it: with
-no camera frame for ``sync.camera_timeout_s`` each radar scan is fused on its own (radar and IMU
+dead-reckoned ``odom`` → ``base_link``, also on ``/tf`` with ``publish_tf``). A torn frame (the
+ring overwrote it while the network read it) is counted and skipped; missing modalities degrade
+the output, never stall it: with no camera frame for ``sync.camera_timeout_s`` each radar scan is fused on its own (radar and IMU
 only, ``frames_without_camera`` in the diagnostics) until the camera is back.
 ``/diagnostics``: frames, missing modalities, torn frames, latency P50/P99.
 
@@ -37,7 +37,6 @@ import threading
 import time
 from typing import Any, ClassVar
 
-from nav_msgs.msg import Odometry
 from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from rt_fusion_msgs.msg import AudioChunk, Lineage, ObjectArray, RadarObjects
 from sensor_msgs.msg import Imu
@@ -78,7 +77,6 @@ class FusionNode(lifecycle.DeviceNode):
         # Inputs refused at the boundary, per stream and reason (never fused).
         self.rejected: dict[str, int] = {}
         self._last_stamp: dict[str, int] = {}
-        self._odom = Odometry()
         self.camera: ShmSubscription | None = None
         self.hearing: HearingInput | None = None
         self.runner: FrameRunner | None = None
@@ -127,9 +125,8 @@ class FusionNode(lifecycle.DeviceNode):
             depth=1000 if p.ack_topic else 10, reliability=ReliabilityPolicy.RELIABLE
         )
         self.obj_pub = self.create_lifecycle_publisher(ObjectArray, '~/out/objects', reliable)
-        self.odom_pub = self.create_lifecycle_publisher(
-            Odometry, '~/out/odometry', reliable if p.ack_topic else qos_profile_sensor_data
-        )
+        odom_qos = reliable if p.ack_topic else qos_profile_sensor_data
+        self.pose = messages.PoseOut(self, odom_qos, p.odom_frame, p.base_frame, p.publish_tf)
         self.diag = NodeDiagnostics(self, 'fusion')
         self.acks = 0
         ack_qos = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
@@ -353,9 +350,9 @@ class FusionNode(lifecycle.DeviceNode):
         t0 = time.perf_counter_ns()
         p, fused = self.params, done.fused
         arr = messages.objects_msg(fused, p.base_frame, released_ns)
-        messages.fill_odometry(self._odom, fused.ego, arr.header.stamp, p.odom_frame, p.base_frame)
+        self.pose.fill(fused.ego, arr.header.stamp)
         t1 = time.perf_counter_ns()
-        self.odom_pub.publish(self._odom)  # first: the planner transforms the objects with it
+        self.pose.publish()  # first: the planner transforms the objects with the odometry
         t2 = time.perf_counter_ns()
         arr.published_ns = time.time_ns()
         arr.lineage = Lineage(

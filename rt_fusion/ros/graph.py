@@ -86,6 +86,8 @@ COMPRESSED_CAMERA_TOPIC = f'{CAMERA_TOPIC}/compressed'
 SHM_SUFFIX = '/shm'  # a shared-memory publisher's descriptors: ``<topic>/shm`` (ShmFrame)
 DIAGNOSTICS_TOPIC = '/diagnostics'  # diagnostic_msgs, as the ROS 2 diagnostics stack reads it
 CLOCK_TOPIC = '/clock'  # rosgraph_msgs/Clock (use_sim_time)
+TF_TOPIC = '/tf'  # tf2_msgs/TFMessage: odom -> base_link, from the fusion's odometry
+TF_STATIC_TOPIC = '/tf_static'  # tf2_msgs/TFMessage, latched: base_link -> every sensor frame
 # Lock-step runs: the fusion node acknowledges each input it took in (std_msgs/UInt64).
 ACK_TOPIC = '/fusion/ack'
 
@@ -119,13 +121,15 @@ SENSORS = (
     GraphNode('microphone', 'microphone_node', sensor=True),
 )
 REPLAY = GraphNode('replay', 'replay_node')
+# The vehicle's calibration file on /tf_static (the sensor frames for RViz, Foxglove, tf2).
+CALIBRATION = GraphNode('calibration', 'calibration_node')
 # The closed-loop simulator: a scenario's sensors, its ego driven by the planner's trajectories.
 # It publishes where the sensor nodes and a route planner would (CAMERA_TOPIC, ..., ROUTE_TOPIC).
 SIM = GraphNode('sim', 'sim_node', (('~/in/trajectory', TRAJECTORY_TOPIC),))
 
-VEHICLE = (*SENSORS, FUSION, PLANNER)
-REPLAYED = (REPLAY, FUSION, PLANNER)
-CLOSED_LOOP = (SIM, FUSION, PLANNER)
+VEHICLE = (*SENSORS, FUSION, PLANNER, CALIBRATION)
+REPLAYED = (REPLAY, FUSION, PLANNER, CALIBRATION)
+CLOSED_LOOP = (SIM, FUSION, PLANNER, CALIBRATION)
 # Every node name a parameter file of this package may have a section for (fusion_rclpy: the
 # conventional-graph fusion the demo measures beside ours).
 KNOWN_SECTIONS = (*(n.name for n in (*VEHICLE, REPLAY, SIM)), 'fusion_rclpy')

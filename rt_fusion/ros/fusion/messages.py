@@ -1,5 +1,5 @@
-"""fusion_node's messages: fused frames out as ``ObjectArray`` and ``Odometry``, radar objects
-in as the fusion core takes them."""
+"""fusion_node's messages: fused frames out as ``ObjectArray``, the ego as ``Odometry`` and as
+the ``odom → base_link`` transform on ``/tf``, radar objects in as the fusion core takes them."""
 
 from __future__ import annotations
 
@@ -7,9 +7,14 @@ import math
 from typing import Any
 
 from builtin_interfaces.msg import Time
+from geometry_msgs.msg import TransformStamped
+from nav_msgs.msg import Odometry
+from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rt_fusion_msgs.msg import Object, ObjectArray
+from tf2_msgs.msg import TFMessage
 
 from rt_fusion.core.fusion import EgoState, FusedFrame, RadarObjectIn
+from rt_fusion.ros import graph
 from rt_fusion.ros.conversions import ns_to_time
 
 
@@ -79,3 +84,38 @@ def radar_objects_in(objects: Any) -> tuple[list[RadarObjectIn], int]:
         )
         for o in finite
     ], len(objects) - len(finite)
+
+
+class PoseOut:
+    """The ego's pose out: ``~/out/odometry`` (``odom_qos``) and, with ``tf``, the same pose as
+    ``odom → base_link`` on ``/tf`` (REP-105; tf2's QoS: reliable, depth 100). The messages are
+    made once and refilled every frame."""
+
+    def __init__(
+        self, node: Any, odom_qos: Any, odom_frame: str, base_frame: str, tf: bool
+    ) -> None:
+        self.odom = Odometry()
+        self.frames = (odom_frame, base_frame)
+        self.odom_pub = node.create_lifecycle_publisher(Odometry, '~/out/odometry', odom_qos)
+        self.tf = TFMessage(transforms=[TransformStamped()])
+        tf_qos = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
+        self.tf_pub = (
+            node.create_lifecycle_publisher(TFMessage, graph.TF_TOPIC, tf_qos) if tf else None
+        )
+
+    def fill(self, ego: EgoState, stamp: Time) -> None:
+        """The ego at ``stamp`` into both messages."""
+        fill_odometry(self.odom, ego, stamp, *self.frames)
+        if self.tf_pub is not None:
+            t = self.tf.transforms[0]
+            t.header.stamp = stamp
+            t.header.frame_id, t.child_frame_id = self.frames
+            pose = self.odom.pose.pose
+            t.transform.translation.x, t.transform.translation.y = pose.position.x, pose.position.y
+            t.transform.rotation = pose.orientation
+
+    def publish(self) -> None:
+        """Odometry first (the planner transforms the objects with it), then /tf."""
+        self.odom_pub.publish(self.odom)
+        if self.tf_pub is not None:
+            self.tf_pub.publish(self.tf)

@@ -79,6 +79,11 @@ class FusionNodeParams:
     )
     base_frame: str = param('frame of the objects', default='base_link')
     odom_frame: str = param('frame of the dead-reckoned odometry', default='odom')
+    publish_tf: bool = param(
+        'also publish the odometry as odom -> base_link on /tf (REP-105; off where another '
+        'node, a localisation, owns that transform)',
+        default=True,
+    )
     poll_period_s: float = param(
         'how often waiting frames are re-checked', unit='s', default=0.005, low=0.0005, high=0.1
     )
