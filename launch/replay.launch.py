@@ -120,7 +120,9 @@ def generate_launch_description() -> LaunchDescription:
             graph.launch_node(graph.REPLAY, [replay_params, topics, shm]),
             graph.launch_node(graph.with_cameras(graph.FUSION, extra), [config]),
             graph.launch_node(graph.PLANNER, [config]),
-            graph.launch_node(graph.CALIBRATION, [{'calibration': LaunchConfiguration('calibration')}]),
+            graph.launch_node(
+                graph.CALIBRATION, [{'calibration': LaunchConfiguration('calibration')}]
+            ),
         ]
 
     actions.append(OpaqueFunction(function=nodes))

@@ -88,7 +88,9 @@ def generate_launch_description() -> LaunchDescription:
             graph.launch_node(graph.SIM, [sim, {'ack_topic': ACK}]),
             graph.launch_node(graph.FUSION, [config, closed['fusion']]),
             graph.launch_node(graph.PLANNER, [config, closed['planner']]),
-            graph.launch_node(graph.CALIBRATION, [{'calibration': LaunchConfiguration('calibration')}]),
+            graph.launch_node(
+                graph.CALIBRATION, [{'calibration': LaunchConfiguration('calibration')}]
+            ),
         ]
 
     actions.append(OpaqueFunction(function=nodes))

@@ -234,6 +234,12 @@ def test_ros2_launch_replays_a_generated_bag_into_objects_and_trajectories(
         '--timeout',
         '180',
     )
+    # The sensor frames (latched: a listener that comes later still gets them) and the pose.
+    static = procs.echo(
+        graph.TF_STATIC_TOPIC, 'tf2_msgs/msg/TFMessage', '--count', '1', '--qos', 'latched',
+        '--timeout', '180',
+    )  # fmt: skip
+    tf = procs.echo(graph.TF_TOPIC, 'tf2_msgs/msg/TFMessage', '--count', '20', '--timeout', '180')
     env = {'AMENT_PREFIX_PATH': str(VENV)}
     launch = procs.spawn(
         [str(ros2), 'launch', 'rt_fusion', 'replay.launch.py', f'bag:={bag}'],
@@ -244,6 +250,26 @@ def test_ros2_launch_replays_a_generated_bag_into_objects_and_trajectories(
     _, got_plans = plans.messages(deadline_s=200)
     assert got_objects['received'] >= 20, '\n'.join(launch.stderr[-30:])
     assert got_plans['received'] >= 10, '\n'.join(launch.stderr[-30:])
+    (tf_static,), _ = static.messages(deadline_s=200)
+    from rt_fusion.core import calibration  # noqa: PLC0415
+
+    cal = calibration.load(ROOT / 'config' / 'calibration' / 'scenario.yaml')
+    got = {t['child_frame_id']: t for t in tf_static['transforms']}
+    assert sorted(got) == sorted(cal.frames())
+    for m in cal.sensors:  # equal to the file
+        t = got[m.frame]
+        assert t['header']['frame_id'] == 'base_link'
+        xyz = t['transform']['translation']
+        assert (xyz['x'], xyz['y'], xyz['z']) == pytest.approx((m.x, m.y, m.z))
+        q = t['transform']['rotation']
+        assert (q['w'], q['x'], q['y'], q['z']) == pytest.approx(m.quaternion())
+    poses, got_tf = tf.messages(deadline_s=200)
+    assert got_tf['received'] >= 20
+    odom = [t for msg in poses for t in msg['transforms']]
+    assert {(t['header']['frame_id'], t['child_frame_id']) for t in odom} == {
+        ('odom', 'base_link')
+    }
+    assert len({(t['header']['stamp']['sec'], t['header']['stamp']['nanosec']) for t in odom}) > 10
     # ros2 launch takes SIGINT as the terminal's: its nodes get SIGTERM after 5 s, so it needs
     # more than that on a loaded machine (it was SIGKILLed at a 5 s deadline).
     launch.stop(timeout_s=60.0)

@@ -131,9 +131,11 @@ def load(path: str | Path) -> Calibration:
     return parse(doc, str(path))
 
 
-#: What the fusion core takes of each sensor's mounting today; any other axis must be 0.
+#: What the fusion core takes of each sensor's mounting today; any other axis must be 0, but
+#: for the radar's height (its objects are on the road plane: a height changes none of them).
 FUSION_AXES = {'radar': {'x': 'radar_x', 'y': 'radar_y', 'yaw': 'radar_yaw'},
                'camera': {'x': 'camera_x', 'z': 'camera_height'}}  # fmt: skip
+FUSION_FREE = {'radar': {'z'}}
 
 
 def fusion_mounting(cal: Calibration) -> dict[str, float]:
@@ -151,7 +153,7 @@ def fusion_mounting(cal: Calibration) -> dict[str, float]:
             value = getattr(m, axis)
             if axis in used:
                 out[used[axis]] = value
-            elif value != 0.0:
+            elif value != 0.0 and axis not in FUSION_FREE.get(frame, ()):
                 raise CalibrationError(
                     f'{cal.path}: sensors.{frame}.{axis} = {value}: the fusion uses the '
                     f'{frame} mounting on {", ".join(used)} only'

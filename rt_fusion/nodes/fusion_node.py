@@ -18,8 +18,9 @@ network runs on the frame (``backend``: onnxruntime, torch or tensorrt; ``none``
 list went out: the difference is this node's latency) and ``~/out/odometry`` (nav_msgs/Odometry,
 dead-reckoned ``odom`` → ``base_link``, also on ``/tf`` with ``publish_tf``). A torn frame (the
 ring overwrote it while the network read it) is counted and skipped; missing modalities degrade
-the output, never stall it: with no camera frame for ``sync.camera_timeout_s`` each radar scan is fused on its own (radar and IMU
-only, ``frames_without_camera`` in the diagnostics) until the camera is back.
+the output, never stall it: with no camera frame for ``sync.camera_timeout_s`` each radar scan
+is fused on its own (radar and IMU only, ``frames_without_camera`` in the diagnostics) until the
+camera is back.
 ``/diagnostics``: frames, missing modalities, torn frames, latency P50/P99.
 
 All the work happens in one worker thread (the executor only queues inputs), which runs with the

@@ -1,0 +1,71 @@
+"""rt_fusion.core.calibration: a vehicle's calibration file read, checked, and held to the fusion
+parameters and the scenario generator it must agree with."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+import yaml
+
+from rt_fusion.core import calibration, rotation
+from rt_fusion.core.fusion import FusionParams
+from rt_fusion.core.scenario import sensors
+
+ROOT = Path(__file__).resolve().parents[2]
+SCENARIO = ROOT / 'config' / 'calibration' / 'scenario.yaml'
+VEHICLE = ROOT / 'config' / 'calibration' / 'vehicle.yaml'
+
+
+def test_a_mounting_rotates_yaw_then_pitch_then_roll() -> None:
+    m = calibration.Mounting('camera', roll=0.1, pitch=-0.2, yaw=0.3)
+    # Rz(yaw) Ry(pitch) Rx(roll) as quaternion products
+    rz = rotation.from_rotvec(0.0, 0.0, 0.3)
+    ry = rotation.from_rotvec(0.0, -0.2, 0.0)
+    rx = rotation.from_rotvec(0.1, 0.0, 0.0)
+    want = rotation.mul(rotation.mul(rz, ry), rx)
+    assert m.quaternion() == pytest.approx(want, abs=1e-12)
+    assert rotation.yaw(*calibration.Mounting('radar', yaw=0.3).quaternion()) == pytest.approx(0.3)
+
+
+@pytest.mark.parametrize(
+    ('doc', 'named'),
+    [
+        ({'sensors': {'camera': {'x': 'one'}}}, 'sensors.camera.x'),
+        ({'sensors': {'camera': {'x': math.nan}}}, 'sensors.camera.x'),
+        ({'sensors': {'camera': {'heading': 0.1}}}, "unknown keys ['heading']"),
+        ({'sensors': {'Camera 1': {'x': 1.0}}}, 'sensors.Camera 1'),
+        ({'sensors': {'base_link': {'x': 1.0}}}, 'sensors.base_link'),
+        ({'sensors': {}}, 'no sensors'),
+        ({'frames': {}}, 'base_frame and sensors'),
+        ({'sensors': {'camera': {}}, 'extra': 1}, "unknown keys ['extra']"),
+    ],
+)
+def test_a_bad_file_is_refused_naming_what_is_wrong(doc: object, named: str) -> None:
+    with pytest.raises(calibration.CalibrationError, match=r'cal\.yaml') as err:
+        calibration.parse(doc, 'cal.yaml')
+    assert named in str(err.value)
+
+
+def test_the_fusion_refuses_a_mounting_it_cannot_use_yet() -> None:
+    cal = calibration.parse({'sensors': {'camera': {'x': 1.8, 'z': 1.4, 'yaw': 0.035}}})
+    with pytest.raises(calibration.CalibrationError, match=r'sensors.camera.yaw = 0.035'):
+        calibration.fusion_mounting(cal)
+
+
+def test_the_scenario_calibration_is_the_generator_s_rig_and_the_fusion_s_defaults() -> None:
+    cal = calibration.load(SCENARIO)
+    cam, radar = cal.mounting('camera'), cal.mounting('radar')
+    assert (cam.x, cam.y, cam.z) == sensors.CAMERA_POS
+    assert (radar.x, radar.y, radar.z) == sensors.RADAR_POS
+    defaults = FusionParams()
+    for name, value in calibration.fusion_mounting(cal).items():
+        assert getattr(defaults, name) == value, name
+
+
+def test_the_vehicle_calibration_agrees_with_the_vehicle_parameters() -> None:
+    fusion = yaml.safe_load((ROOT / 'config' / 'vehicle.yaml').read_text())['fusion']
+    params = fusion['ros__parameters']['fusion']  # the fusion core's group (fusion.*)
+    for name, value in calibration.fusion_mounting(calibration.load(VEHICLE)).items():
+        assert params[name] == value, name
