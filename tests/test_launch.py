@@ -240,6 +240,15 @@ def test_ros2_launch_replays_a_generated_bag_into_objects_and_trajectories(
         '--timeout', '180',
     )  # fmt: skip
     tf = procs.echo(graph.TF_TOPIC, 'tf2_msgs/msg/TFMessage', '--count', '20', '--timeout', '180')
+    # What RViz and Foxglove read: built only while subscribed (as here).
+    detections = procs.echo(
+        '/fusion/out/detections', 'vision_msgs/msg/Detection3DArray', '--count', '10',
+        '--timeout', '180',
+    )  # fmt: skip
+    markers = procs.echo(
+        '/fusion/out/markers', 'visualization_msgs/msg/MarkerArray', '--count', '5',
+        '--timeout', '180',
+    )  # fmt: skip
     env = {'AMENT_PREFIX_PATH': str(VENV)}
     launch = procs.spawn(
         [str(ros2), 'launch', 'rt_fusion', 'replay.launch.py', f'bag:={bag}'],
@@ -263,6 +272,17 @@ def test_ros2_launch_replays_a_generated_bag_into_objects_and_trajectories(
         assert (xyz['x'], xyz['y'], xyz['z']) == pytest.approx((m.x, m.y, m.z))
         q = t['transform']['rotation']
         assert (q['w'], q['x'], q['y'], q['z']) == pytest.approx(m.quaternion())
+    arrays, _ = detections.messages(deadline_s=200)
+    dets = [d for a in arrays for d in a['detections']]
+    assert dets and all(d['header']['frame_id'] == 'base_link' for d in dets)
+    hyp = [d['results'][0] for d in dets]
+    assert {h['hypothesis']['class_id'] for h in hyp} <= {'car', 'truck', 'pedestrian', 'unknown',
+        'bicycle', 'motorcycle', 'static', 'emergency_vehicle'}  # fmt: skip
+    xx = {round(h['pose']['covariance'][0], 6) for h in hyp}
+    assert min(xx) > 0 and len(xx) > 1, xx  # present, and varying with the tracks
+    boxes, _ = markers.messages(deadline_s=200)
+    kinds = {m['ns'] for b in boxes for m in b['markers']}
+    assert kinds == {'box', 'label', 'velocity'}, kinds
     poses, got_tf = tf.messages(deadline_s=200)
     assert got_tf['received'] >= 20
     odom = [t for msg in poses for t in msg['transforms']]

@@ -31,6 +31,7 @@ MODULE_TO_KEY = {
     'rt_fusion_msgs': 'rt_fusion_msgs',
     'tf2_msgs': 'tf2_msgs',
     'vision_msgs': 'vision_msgs',
+    'visualization_msgs': 'visualization_msgs',
     'radar_msgs': 'radar_msgs',
     'numpy': 'python3-numpy',
     'yaml': 'python3-yaml',

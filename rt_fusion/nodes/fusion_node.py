@@ -16,11 +16,12 @@ network runs on the frame (``backend``: onnxruntime, torch or tensorrt; ``none``
 (rt_fusion_msgs/ObjectArray in ``base_link``, stamped with the frame's time;
 ``inputs_complete_ns`` is when the aligner released the frame and ``published_ns`` when the
 list went out: the difference is this node's latency) and ``~/out/odometry`` (nav_msgs/Odometry,
-dead-reckoned ``odom`` → ``base_link``, also on ``/tf`` with ``publish_tf``). A torn frame (the
-ring overwrote it while the network read it) is counted and skipped; missing modalities degrade
-the output, never stall it: with no camera frame for ``sync.camera_timeout_s`` each radar scan
-is fused on its own (radar and IMU only, ``frames_without_camera`` in the diagnostics) until the
-camera is back.
+dead-reckoned ``odom`` → ``base_link``, also on ``/tf`` with ``publish_tf``); for RViz and
+Foxglove ``~/out/detections`` (vision_msgs/Detection3DArray) and ``~/out/markers``. A torn
+frame (the ring overwrote it while the network read it) is counted and skipped; missing
+modalities degrade the output, never stall it: with no camera frame for
+``sync.camera_timeout_s`` each radar scan is fused on its own (radar and IMU only,
+``frames_without_camera`` in the diagnostics) until the camera is back.
 ``/diagnostics``: frames, missing modalities, torn frames, latency P50/P99.
 
 All the work happens in one worker thread (the executor only queues inputs), which runs with the
@@ -128,6 +129,7 @@ class FusionNode(lifecycle.DeviceNode):
         self.obj_pub = self.create_lifecycle_publisher(ObjectArray, '~/out/objects', reliable)
         odom_qos = reliable if p.ack_topic else qos_profile_sensor_data
         self.pose = messages.PoseOut(self, odom_qos, p.odom_frame, p.base_frame, p.publish_tf)
+        self.views = messages.ViewsOut(self, reliable, p.base_frame)  # RViz, Foxglove
         self.diag = NodeDiagnostics(self, 'fusion')
         self.acks = 0
         ack_qos = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
@@ -366,6 +368,7 @@ class FusionNode(lifecycle.DeviceNode):
         )
         self.obj_pub.publish(arr)
         t3 = time.perf_counter_ns()
+        self.views.publish(fused)  # built only while subscribed
         assert self.work is not None
         self.work.published(released_ns, arr.published_ns, (t1 - t0, t2 - t1, t3 - t2))
 

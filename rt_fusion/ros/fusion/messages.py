@@ -119,3 +119,112 @@ class PoseOut:
         self.odom_pub.publish(self.odom)
         if self.tf_pub is not None:
             self.tf_pub.publish(self.tf)
+
+
+#: Class names of rt_fusion_msgs/Object's classes, as vision_msgs class ids.
+CLASS_NAMES = ('unknown', 'car', 'truck', 'pedestrian', 'bicycle', 'motorcycle', 'static',
+               'emergency_vehicle')  # fmt: skip
+#: A prior height per class [m] (heights are not measured: a class prior, not one constant).
+CLASS_HEIGHT = (1.5, 1.5, 3.2, 1.75, 1.7, 1.5, 1.0, 2.6)
+#: Marker colours per class (r, g, b).
+CLASS_COLOUR = ((0.6, 0.6, 0.6), (0.2, 0.6, 1.0), (0.1, 0.3, 0.9), (1.0, 0.5, 0.0),
+                (0.9, 0.9, 0.1), (0.7, 0.3, 0.9), (0.5, 0.5, 0.5), (1.0, 0.1, 0.1))  # fmt: skip
+
+
+def _cls(k: int) -> int:
+    return k if 0 <= k < len(CLASS_NAMES) else 0
+
+
+def detections3d_msg(fused: FusedFrame, frame_id: str) -> Any:
+    """The fused objects as a ``vision_msgs/Detection3DArray``: track id, class hypothesis with
+    its probability, the pose with its covariance (position from the track, heading from its
+    velocity), the box (length, width, the class's prior height)."""
+    from vision_msgs.msg import Detection3D, Detection3DArray, ObjectHypothesisWithPose  # noqa: PLC0415
+
+    out = Detection3DArray()
+    out.header.stamp = ns_to_time(fused.stamp_ns)
+    out.header.frame_id = frame_id
+    tracked = len(fused.velocity_std) == len(fused.objects)
+    for k, o in enumerate(fused.objects):
+        d = Detection3D(id=str(o.id))
+        d.header = out.header
+        c = _cls(o.object_class)
+        h = ObjectHypothesisWithPose()
+        h.hypothesis.class_id, h.hypothesis.score = CLASS_NAMES[c], float(o.class_probability)
+        pose = h.pose.pose
+        pose.position.x, pose.position.y, pose.position.z = o.x, o.y, CLASS_HEIGHT[c] / 2
+        pose.orientation.z, pose.orientation.w = math.sin(o.yaw / 2), math.cos(o.yaw / 2)
+        var = float(o.position_std) ** 2
+        cov = [0.0] * 36  # x y z roll pitch yaw, row-major; unknown axes: a large variance
+        cov[0] = cov[7] = var
+        cov[14] = cov[21] = cov[28] = 1e6
+        # heading from the velocity: its spread over the speed (a slow object's is unknown)
+        speed = math.hypot(o.vx, o.vy)
+        vstd = float(fused.velocity_std[k]) if tracked else math.nan
+        cov[35] = (vstd / speed) ** 2 if speed > 1.0 and math.isfinite(vstd) else 1e6
+        h.pose.covariance = cov
+        d.results.append(h)
+        d.bbox.center = pose
+        d.bbox.size.x, d.bbox.size.y, d.bbox.size.z = o.length, o.width, CLASS_HEIGHT[c]
+        out.detections.append(d)
+    return out
+
+
+def markers_msg(fused: FusedFrame, frame_id: str, lifetime_s: float = 0.3) -> Any:
+    """The fused objects for RViz (``visualization_msgs/MarkerArray``): a box per object
+    coloured by class, its id and class as text, its velocity over ground as an arrow."""
+    from visualization_msgs.msg import Marker, MarkerArray  # noqa: PLC0415
+
+    out = MarkerArray()
+    stamp = ns_to_time(fused.stamp_ns)
+    life_ns = round(lifetime_s * 1e9)
+    for o in fused.objects:
+        c = _cls(o.object_class)
+        r, g, b = CLASS_COLOUR[c]
+        for ns, kind in (('box', Marker.CUBE), ('label', Marker.TEXT_VIEW_FACING),
+                         ('velocity', Marker.ARROW)):  # fmt: skip
+            m = Marker(ns=ns, id=int(o.id), type=kind, action=Marker.ADD)
+            m.header.stamp, m.header.frame_id = stamp, frame_id
+            m.lifetime.sec, m.lifetime.nanosec = divmod(life_ns, 1_000_000_000)
+            m.color.r, m.color.g, m.color.b, m.color.a = r, g, b, 0.8
+            m.pose.position.x, m.pose.position.y = o.x, o.y
+            m.pose.orientation.w = 1.0
+            if kind == Marker.CUBE:
+                m.pose.position.z = CLASS_HEIGHT[c] / 2
+                m.pose.orientation.z = math.sin(o.yaw / 2)
+                m.pose.orientation.w = math.cos(o.yaw / 2)
+                m.scale.x, m.scale.y, m.scale.z = o.length, o.width, CLASS_HEIGHT[c]
+            elif kind == Marker.TEXT_VIEW_FACING:
+                m.pose.position.z = CLASS_HEIGHT[c] + 0.5
+                m.scale.z = 0.8
+                m.color.r = m.color.g = m.color.b = 1.0
+                m.text = f'{o.id} {CLASS_NAMES[c]}'
+            else:
+                m.pose.position.z = CLASS_HEIGHT[c] / 2
+                m.pose.orientation.z = math.sin(math.atan2(o.vy, o.vx) / 2)
+                m.pose.orientation.w = math.cos(math.atan2(o.vy, o.vx) / 2)
+                m.scale.x = max(math.hypot(o.vx, o.vy), 0.01)  # 1 m per m/s
+                m.scale.y = m.scale.z = 0.2
+            out.markers.append(m)
+    return out
+
+
+class ViewsOut:
+    """``~/out/detections`` (``vision_msgs/Detection3DArray``) and ``~/out/markers``
+    (``visualization_msgs/MarkerArray``) of every fused frame, each built only while someone
+    subscribes (the fusion's own latency pays nothing otherwise)."""
+
+    def __init__(self, node: Any, qos: Any, frame_id: str) -> None:
+        from vision_msgs.msg import Detection3DArray  # noqa: PLC0415
+        from visualization_msgs.msg import MarkerArray  # noqa: PLC0415
+
+        self.frame_id = frame_id
+        self.det_pub = node.create_lifecycle_publisher(Detection3DArray, '~/out/detections', qos)
+        self.marker_pub = node.create_lifecycle_publisher(MarkerArray, '~/out/markers', qos)
+
+    def publish(self, fused: FusedFrame) -> None:
+        """Both views of ``fused``, where they have subscribers."""
+        if self.det_pub.get_subscription_count():
+            self.det_pub.publish(detections3d_msg(fused, self.frame_id))
+        if self.marker_pub.get_subscription_count():
+            self.marker_pub.publish(markers_msg(fused, self.frame_id))
