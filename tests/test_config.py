@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from rt_fusion.core.errors import ParameterError
+from rt_fusion.nodes.calibration_node import CalibrationNode
 from rt_fusion.nodes.camera_node import CameraNode
 from rt_fusion.nodes.fusion_node import FusionNode
 from rt_fusion.nodes.imu_node import ImuNode
@@ -30,6 +31,7 @@ NODES = {
     'fusion': FusionNode,
     'fusion_rclpy': FusionNode,
     'planner': TrajectoryNode,
+    'calibration': CalibrationNode,
 }
 # Parameter files (eval_baseline.yaml beside them holds evaluation figures, not parameters).
 CONFIGS = sorted(p for p in (ROOT / 'config').glob('*.yaml') if p.name != 'eval_baseline.yaml')
