@@ -24,9 +24,8 @@ modalities degrade the output, never stall it: with no camera frame for
 ``frames_without_camera`` in the diagnostics) until the camera is back.
 ``/diagnostics``: frames, missing modalities, torn frames, latency P50/P99.
 
-All the work happens in one worker thread (the executor only queues inputs), which runs with the
-``rt.*`` real-time set-up. This file declares, configures, converts and publishes; the rig, the
-worker, the parameters and the messages are in :mod:`rt_fusion.ros.fusion`.
+One worker thread does the work (the executor only queues inputs), with the ``rt.*`` real-time
+set-up. Here: declare, configure, convert, publish; the rest in :mod:`rt_fusion.ros.fusion`.
 """
 
 from __future__ import annotations
@@ -56,7 +55,7 @@ from rt_fusion.ros import lifecycle, parameters, running, share
 from rt_fusion.ros.conversions import time_to_ns
 from rt_fusion.ros.diagnostics import Level, NodeDiagnostics
 from rt_fusion.ros.fusion import messages
-from rt_fusion.ros.fusion.params import PARAM_GROUPS, FusionNodeParams
+from rt_fusion.ros.fusion.params import LIVE, PARAM_GROUPS, FusionNodeParams
 from rt_fusion.ros.fusion.rig import CameraRig, ExtraCamera, extra_cameras
 from rt_fusion.ros.fusion.worker import PREFAULT_IDLE_S, FrameWorker, Processed, make_runner
 from rt_fusion.ros.hearing_input import HearingInput
@@ -99,7 +98,8 @@ class FusionNode(lifecycle.DeviceNode):
     def configure(self) -> None:
         """Parameters, model, subscriptions, publishers; the real-time set-up last."""
         groups: dict[str, Any] = {
-            prefix: parameters.declare_params(self, c, prefix) for c, prefix in PARAM_GROUPS
+            prefix: parameters.declare_params(self, c, prefix, live=prefix in LIVE)
+            for c, prefix in PARAM_GROUPS
         }
         p: FusionNodeParams = groups['']
         self.params, self.sync_params = p, groups['sync.']
@@ -112,6 +112,7 @@ class FusionNode(lifecycle.DeviceNode):
         self.aligner = Aligner(self.sync_params)
         tracker.defer_compiled()  # numba is loaded once the node is active (see activate)
         self.engine = FusionEngine(fusion_params, tracker=groups['tracker.'])
+        parameters.apply_live(self, {'tracker.': (tracker.TrackerParams, self._set_tracker)})
         self.rig = CameraRig(
             extra_cameras(p.cameras, fusion_params),
             self._cond,
@@ -169,6 +170,10 @@ class FusionNode(lifecycle.DeviceNode):
                 self.runner.wait_warm()
             except ModelError as err:
                 raise ParameterError('model', str(p.model), str(err)) from err
+
+    def _set_tracker(self, new: tracker.TrackerParams) -> None:
+        with self._cond:  # between two frames
+            self.engine.tracker.set_params(new)
 
     def _subscribe_inputs(self, p: FusionNodeParams, hearing: Any) -> None:
         reliable = ReliabilityPolicy.RELIABLE
@@ -371,10 +376,6 @@ class FusionNode(lifecycle.DeviceNode):
         self.views.publish(fused)  # built only while subscribed
         assert self.work is not None
         self.work.published(released_ns, arr.published_ns, (t1 - t0, t2 - t1, t3 - t2))
-
-    def frame_ledger(self) -> dict[str, int]:
-        """Where the camera frames went (:meth:`FrameWorker.frame_ledger`)."""
-        return self.work.frame_ledger() if self.work is not None else {}
 
     def _publish_diagnostics(self) -> None:
         if self.work is None:

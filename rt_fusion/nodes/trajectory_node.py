@@ -124,7 +124,14 @@ class TrajectoryNode(lifecycle.DeviceNode):
     def configure(self) -> None:
         """Parameters, planner, publishers; then the real-time set-up, last."""
         p = self.params = parameters.declare_params(self, TrajectoryNodeParams)
-        self.planner_params = parameters.declare_params(self, frenet.PlannerParams, 'planner.')
+        self.planner_params = parameters.declare_params(
+            self, frenet.PlannerParams, 'planner.', live=True
+        )
+        # planner.* live: `ros2 param set` takes effect at the next replan (weights, limits)
+        parameters.apply_live(
+            self,
+            {'planner.': (frenet.PlannerParams, lambda new: setattr(self, 'planner_params', new))},
+        )
         self.emergency = EmergencyYield(
             parameters.declare_params(self, EmergencyParams, 'emergency.')
         )

@@ -6,10 +6,10 @@ refused.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
-from rcl_interfaces.msg import IntegerRange, ParameterDescriptor
+from rcl_interfaces.msg import IntegerRange, ParameterDescriptor, SetParametersResult
 from rclpy.exceptions import (
     InvalidParameterTypeException,
     InvalidParameterValueException,
@@ -41,9 +41,11 @@ _ARRAY = {
 _INT_MIN, _INT_MAX = -(2**63), 2**63 - 1
 
 
-def _descriptor(field: params.ParamField) -> ParameterDescriptor:
+def _descriptor(field: params.ParamField, live: bool = False) -> ParameterDescriptor:
     spec = field.spec
-    desc = ParameterDescriptor(description=spec.describe())
+    # Read once at configure unless the node applies it live (``ros2 param set`` is refused,
+    # with a reason, rather than reported done and ignored).
+    desc = ParameterDescriptor(description=spec.describe(), read_only=not live)
     kind = field.item_kind if field.kind is tuple else field.kind
     # Floats accept integers written in YAML (`rate: 30`); the core converts and checks them.
     desc.dynamic_typing = kind is float
@@ -66,10 +68,12 @@ def _descriptor(field: params.ParamField) -> ParameterDescriptor:
     return desc
 
 
-def declare_params(node: Node, cls: type[T], prefix: str = '') -> T:
+def declare_params(node: Node, cls: type[T], prefix: str = '', live: bool = False) -> T:
     """Declares every field of the parameter dataclass ``cls`` on ``node`` and reads it back.
 
     Fields without a default are declared without a value: a parameter file must set them.
+    ``live``: the node applies new values while it runs (:func:`apply_live`); otherwise the
+    parameters are read-only.
 
     Raises:
         ParameterError: naming the parameter that is missing, mistyped or out of range.
@@ -87,16 +91,16 @@ def declare_params(node: Node, cls: type[T], prefix: str = '') -> T:
             if field.kind is tuple and not field.default and kind is float:
                 # An empty list of floats: untyped and unset (dynamic typing, so that a file's
                 # `[2, 1.5]` is taken as floats too; the core converts and checks).
-                node.declare_parameter(name, None, _descriptor(field))
+                node.declare_parameter(name, None, _descriptor(field, live))
                 value = node.get_parameter(name).value
                 values[field.name] = field.default if value is None else value
                 continue
             if field.required or (field.kind is tuple and not field.default):
                 # An empty list has no element type: declare it typed, unset.
-                node.declare_parameter(name, ptype, _descriptor(field))
+                node.declare_parameter(name, ptype, _descriptor(field, live))
             else:
                 default = list(field.default) if field.kind is tuple else field.default
-                node.declare_parameter(name, default, _descriptor(field))
+                node.declare_parameter(name, default, _descriptor(field, live))
             values[field.name] = node.get_parameter(name).value
         except ParameterUninitializedException:
             values[field.name] = None if field.required else field.default
@@ -196,3 +200,41 @@ def reject_unknown_params(node: Node) -> None:
             f'unknown parameter of node {node.get_name()!r} (misspelt? '
             f'`ros2 param list /{node.get_name()}` shows the known ones)',
         )
+
+
+def apply_live(node: Node, groups: Mapping[str, tuple[type[Any], Callable[[Any], None]]]) -> None:
+    """Applies ``ros2 param set`` to the live groups (prefix -> (parameter dataclass, apply)):
+    the group's values with the new ones are checked by the same rules as at start-up, and a bad
+    value is refused with its name and reason; a good one is handed to ``apply`` as the whole new
+    dataclass. Parameters outside these groups are read-only (:func:`declare_params`). Once per
+    node, after its parameters are declared."""
+    if getattr(node, '_rt_fusion_live', False):
+        node._rt_fusion_live_groups = dict(groups)  # type: ignore[attr-defined]  # re-configured
+        return
+    node._rt_fusion_live = True  # type: ignore[attr-defined]
+    node._rt_fusion_live_groups = dict(groups)  # type: ignore[attr-defined]
+
+    def on_set(changed: list[Parameter]) -> SetParametersResult:
+        live = node._rt_fusion_live_groups  # type: ignore[attr-defined]
+        updates: dict[str, dict[str, Any]] = {}
+        for p in changed:
+            prefix = max((g for g in live if p.name.startswith(g)), key=len, default=None)
+            if prefix is not None:
+                updates.setdefault(prefix, {})[p.name[len(prefix) :]] = p.value
+        built = []
+        for prefix, new in updates.items():
+            cls, apply = live[prefix]
+            values = {
+                f.name: node.get_parameter(prefix + f.name).value for f in params.fields(cls)
+            }
+            values.update(new)
+            try:
+                built.append((apply, params.build(cls, values)))
+            except ParameterError as err:
+                reason = f'{prefix}{err.name}: {err.reason}'
+                return SetParametersResult(successful=False, reason=reason)
+        for apply, value in built:
+            apply(value)
+        return SetParametersResult(successful=True)
+
+    node.add_on_set_parameters_callback(on_set)

@@ -392,7 +392,7 @@ def test_a_torn_camera_frame_still_fuses_its_radar_and_imu_and_is_counted_once()
         node._publish(aligned, stamp, node.work.process(aligned))
         assert node.work.torn == 1
         assert node.work.frames == 1  # fused on what else the frame had
-        ledger = node.frame_ledger()
+        ledger = node.work.frame_ledger()
         assert ledger['frames_torn'] == 1 and ledger['frames_fused'] == 0  # counted once
         node.trigger_cleanup()
         node.destroy_node()
@@ -478,7 +478,7 @@ def test_a_detector_stalled_for_half_a_second_loses_no_frame() -> None:
             go.set()
             dropped = node.aligner.stats['camera']
             wait_for(lambda: node.work.frames + dropped.dropped >= 15, 60.0)
-            ledger = node.frame_ledger()
+            ledger = node.work.frame_ledger()
             assert ledger['frames_queue_dropped'] == 0, ledger
             assert node.work.frames == 15, ledger
         finally:

@@ -283,19 +283,7 @@ class Tracker:
         self._jit = jit
         # numpy only until the numba set, deferred or loading in the background, is warm
         self._upgrade = self.k is tk.NUMPY and tk.pending()
-        p = self.p
-        # Typed exactly (a YAML integer would otherwise compile a second numba signature).
-        self.life = LifeCycle(
-            int(p.confirm_hits),
-            round(p.confirm_window_s * 1e9),
-            round(p.max_coast_s * 1e9),
-            float(p.max_position_std) ** 2,
-            float(p.merge_distance_m) ** 2,
-            2.0**2,  # velocities within 2 m/s
-            float(p.gate_chi2),
-        )
-        self._q = float(p.accel_std) ** 2
-        self._speed_gate2 = float(p.gate_speed_mps) ** 2 if p.gate_speed_mps > 0 else math.inf
+        self.set_params(self.p)
         self._next_id = 1
         self.stamp_ns = 0
         self.births = 0
@@ -304,7 +292,6 @@ class Tracker:
         self.revivals = 0  # new tracks that took a lost track's id (see _revive)
         self.reanchored = 0  # tracks moved to a detection on their line of sight (reanchor)
         self.confirmed_early = 0  # tracks confirmed at their first hit (confirm)
-        self._revive_ns = round(p.revive_s * 1e9)
         # The lost confirmed tracks (rows of the float and integer blocks, as they were when
         # deleted) and when they were deleted [ns]: see _bury and _revive.
         self._lost_f = np.empty((0, tl.FLOAT_WIDTH))
@@ -352,6 +339,24 @@ class Tracker:
     last_placed: I64
     sources: I64
     scores: F64
+
+    def set_params(self, params: TrackerParams) -> None:
+        """The tracker's parameters, now or while it runs (``ros2 param set``): the next scan
+        is tracked with them, and the tracks so far are kept."""
+        self.p = p = params
+        # Typed exactly (a YAML integer would otherwise compile a second numba signature).
+        self.life = LifeCycle(
+            int(p.confirm_hits),
+            round(p.confirm_window_s * 1e9),
+            round(p.max_coast_s * 1e9),
+            float(p.max_position_std) ** 2,
+            float(p.merge_distance_m) ** 2,
+            2.0**2,  # velocities within 2 m/s
+            float(p.gate_chi2),
+        )
+        self._q = float(p.accel_std) ** 2
+        self._speed_gate2 = float(p.gate_speed_mps) ** 2 if p.gate_speed_mps > 0 else math.inf
+        self._revive_ns = round(p.revive_s * 1e9)
 
     def __len__(self) -> int:
         return len(self._c)

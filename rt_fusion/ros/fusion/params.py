@@ -128,3 +128,5 @@ PARAM_GROUPS: tuple[tuple[type, str], ...] = (
     (realtime.RealtimeParams, 'rt.'),
     (HearingParams, 'hearing.'),
 )
+#: The groups ``ros2 param set`` changes while the node runs (the rest are read-only).
+LIVE = ('tracker.',)

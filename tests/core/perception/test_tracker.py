@@ -92,6 +92,20 @@ def test_three_hits_in_five_scans_confirm_a_track() -> None:
     assert [t.id for t in tr.confirmed()] == [1]
 
 
+def test_parameters_set_while_it_runs_take_effect_at_the_next_scan() -> None:
+    """`ros2 param set /fusion tracker.confirm_hits 2` on a running tracker: the tracks it has
+    are kept, and the next scan confirms by the new rule."""
+    tr, same = (Tracker(TrackerParams(confirm_hits=3, confirm_window_s=0.4)) for _ in range(2))
+    for t in (tr, same):
+        _scans(t, [True])
+        assert t.tracks and not t.confirmed()
+    tr.set_params(TrackerParams(confirm_hits=2, confirm_window_s=0.4))
+    for t in (tr, same):
+        t.step(S // 10, [Detection(20.0, 0.0, 0.0, 0.0)])
+    assert [t.id for t in tr.confirmed()] == [1]  # two hits now confirm
+    assert not same.confirmed()  # where nothing was set, two are not enough
+
+
 def test_a_one_scan_false_alarm_never_becomes_a_track() -> None:
     tr = Tracker(TrackerParams(confirm_hits=3, confirm_window_s=0.25))
     _scans(tr, [True, False, False, False])
