@@ -54,7 +54,11 @@ def _setup_scripts() -> dict[str, str]:
 
 
 def _topics(module: str, kind: str) -> set[str]:
-    source = (ROOT / 'rt_fusion' / 'nodes' / f'{module}.py').read_text()
+    """A node's ``~/in`` or ``~/out`` topics: in its file, and in its rooms (a node
+    ``<name>_node`` keeps them in ``rt_fusion/ros/<name>/``)."""
+    files = [ROOT / 'rt_fusion' / 'nodes' / f'{module}.py']
+    files += sorted((ROOT / 'rt_fusion' / 'ros' / module.removesuffix('_node')).glob('*.py'))
+    source = '\n'.join(f.read_text() for f in files)
     return set(re.findall(rf"'~/{kind}/([a-z_]+)'", source))
 
 
