@@ -1,28 +1,22 @@
 """fusion_node: camera frames through shared memory, IMU and radar aligned to them, the network,
 fused objects and ego odometry out.
 
-Inputs: ``~/in/camera`` (a ShmPublisher stream: ``~/in/camera/shm`` descriptors, frames read in
-place from the ring; ``camera_fast_path`` takes them from the ring's futex instead of the rclpy
-callback), ``~/in/imu`` (sensor_msgs/Imu), ``~/in/radar`` (rt_fusion_msgs/RadarObjects) and
-``~/in/speed`` (std_msgs/Float64, the vehicle speed from its CAN bus; else
-``fusion.ego_speed_mps``) and ``~/in/audio`` (rt_fusion_msgs/AudioChunk: the hearing model,
-``hearing_model``, runs on it every ``hearing.hop_s`` in a thread of its own and publishes
-``~/out/audio_events``; :mod:`rt_fusion.ros.hearing_input`).
+Inputs: ``~/in/camera`` (a ShmPublisher stream, frames read in place from the ring; with
+``camera_fast_path`` from its futex), ``~/in/imu`` (sensor_msgs/Imu), ``~/in/radar``
+(rt_fusion_msgs/RadarObjects, or radar_msgs/RadarTracks: ``radar_type``), ``~/in/speed``
+(std_msgs/Float64, the vehicle speed) and ``~/in/audio`` (AudioChunk: the hearing model runs on
+it in a thread of its own, :mod:`rt_fusion.ros.hearing_input`, out on ``~/out/audio_events``).
 
-Per camera frame (:class:`rt_fusion.core.sync.Aligner`: it waits at most ``sync.max_wait_s`` for
-the modalities in ``sync.wait_for``, then goes on without them and says which were missing) the
-network runs on the frame (``backend``: onnxruntime, torch or tensorrt; ``none`` skips it) and
-:class:`rt_fusion.core.fusion.FusionEngine` builds the objects. Outputs: ``~/out/objects``
-(rt_fusion_msgs/ObjectArray in ``base_link``, stamped with the frame's time;
-``inputs_complete_ns`` is when the aligner released the frame and ``published_ns`` when the
-list went out: the difference is this node's latency) and ``~/out/odometry`` (nav_msgs/Odometry,
-dead-reckoned ``odom`` → ``base_link``, also on ``/tf`` with ``publish_tf``); for RViz and
-Foxglove ``~/out/detections`` (vision_msgs/Detection3DArray) and ``~/out/markers``. A torn
-frame (the ring overwrote it while the network read it) is counted and skipped; missing
-modalities degrade the output, never stall it: with no camera frame for
-``sync.camera_timeout_s`` each radar scan is fused on its own (radar and IMU only,
-``frames_without_camera`` in the diagnostics) until the camera is back.
-``/diagnostics``: frames, missing modalities, torn frames, latency P50/P99.
+Per camera frame (:class:`rt_fusion.core.sync.Aligner` waits at most ``sync.max_wait_s`` for the
+modalities in ``sync.wait_for``, then goes on and says which were missing) the network runs on
+the frame (``backend``; ``none`` skips it) and :class:`rt_fusion.core.fusion.FusionEngine` builds
+the objects. Outputs: ``~/out/objects`` (ObjectArray in ``base_link`` at the frame's time;
+``published_ns - inputs_complete_ns`` is this node's latency), ``~/out/odometry``
+(dead-reckoned ``odom`` → ``base_link``, also on ``/tf`` with ``publish_tf``), and for RViz and
+Foxglove ``~/out/detections`` (vision_msgs/Detection3DArray) and ``~/out/markers``. A torn frame
+is counted and fused without the camera; missing modalities degrade the output, never stall it
+(no camera for ``sync.camera_timeout_s``: each radar scan is fused on its own).
+``/diagnostics``: frames, missing modalities, torn frames, latency P50/P99, the frame ledger.
 
 One worker thread does the work (the executor only queues inputs), with the ``rt.*`` real-time
 set-up. Here: declare, configure, convert, publish; the rest in :mod:`rt_fusion.ros.fusion`.
@@ -38,6 +32,7 @@ import threading
 import time
 from typing import Any, ClassVar
 
+from radar_msgs.msg import RadarTracks
 from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from rt_fusion_msgs.msg import AudioChunk, Lineage, ObjectArray, RadarObjects
 from sensor_msgs.msg import Imu
@@ -51,7 +46,7 @@ from rt_fusion.core.sync import AlignedFrame, Aligner
 from rt_fusion.inference.hearing import load_hearing_model
 from rt_fusion.inference.runner import FrameRunner
 from rt_fusion.inference.spec import ModelError
-from rt_fusion.ros import lifecycle, parameters, running, share
+from rt_fusion.ros import lifecycle, parameters, radar_tracks, running, share
 from rt_fusion.ros.conversions import time_to_ns
 from rt_fusion.ros.diagnostics import Level, NodeDiagnostics
 from rt_fusion.ros.fusion import messages
@@ -177,12 +172,13 @@ class FusionNode(lifecycle.DeviceNode):
 
     def _subscribe_inputs(self, p: FusionNodeParams, hearing: Any) -> None:
         reliable = ReliabilityPolicy.RELIABLE
+        # Best effort matches any IMU driver; lock-step replays lose nothing (reliable).
+        imu = ReliabilityPolicy.RELIABLE if p.ack_topic else ReliabilityPolicy.BEST_EFFORT
         self.create_subscription(
-            Imu, '~/in/imu', self._on_imu, QoSProfile(depth=200, reliability=reliable)
+            Imu, '~/in/imu', self._on_imu, QoSProfile(depth=200, reliability=imu)
         )
-        self.create_subscription(
-            RadarObjects, '~/in/radar', self._on_radar, qos_profile_sensor_data
-        )
+        radar = RadarTracks if p.radar_type == 'tracks' else RadarObjects
+        self.create_subscription(radar, '~/in/radar', self._on_radar, qos_profile_sensor_data)
         # Lock-step replays must lose no speed message: a lost one is never acknowledged and the
         # replay stalls for its ack timeout (and the outputs depend on the timing).
         speed_qos = QoSProfile(depth=50, reliability=reliable)
@@ -301,17 +297,20 @@ class FusionNode(lifecycle.DeviceNode):
             self._cond.notify()
         self._ack()
 
-    def _on_radar(self, msg: RadarObjects) -> None:
+    def _on_radar(self, msg: Any) -> None:  # RadarObjects or RadarTracks
         stamp = time_to_ns(msg.header.stamp)
         if not self.params.radar_input:  # camera-only ablation: taken in, not used
             self._ack()
             return
-        if not msg.complete:  # the next cycle began before this one ended: made up or cut
+        if not getattr(msg, 'complete', True):  # the next cycle began before this one ended
             self._reject('radar_incomplete')
             return
         if not self._in_order('radar', stamp):
             return
-        objs, non_finite = messages.radar_objects_in(msg.objects)
+        tracks = not isinstance(msg, RadarObjects)
+        objs, non_finite = (radar_tracks.tracks_in if tracks else messages.radar_objects_in)(
+            msg if tracks else msg.objects
+        )
         if non_finite:
             self._reject('radar_object_non_finite', non_finite, ack=False)
         with self._cond:

@@ -49,7 +49,7 @@ from rt_fusion.core.protocols.ars408 import (
     RadarState,
     load_database,
 )
-from rt_fusion.ros import compat, lifecycle, parameters, running
+from rt_fusion.ros import compat, lifecycle, parameters, radar_tracks, running
 from rt_fusion.ros.conversions import ns_to_time
 from rt_fusion.ros.diagnostics import Level, NodeDiagnostics
 
@@ -104,6 +104,11 @@ class RadarParams:
         high=100.0,
     )
     publish_points: bool = param('also publish a PointCloud2 of the targets', default=True)
+    publish_tracks: bool = param(
+        'also publish each cycle as radar_msgs/RadarTracks on ~/out/tracks (what third-party '
+        'ARS408 drivers publish; built only while subscribed)',
+        default=True,
+    )
     diagnostics_period_s: float = param('diagnostics period', unit='s', default=1.0, low=0.1)
 
 
@@ -213,6 +218,9 @@ class RadarNode(lifecycle.DeviceNode):
         )
         self.points_pub = self.create_lifecycle_publisher(
             PointCloud2, '~/out/points', qos_profile_sensor_data
+        )
+        self.tracks_pub = self.create_lifecycle_publisher(
+            radar_tracks.RadarTracks, '~/out/tracks', qos_profile_sensor_data
         )
         self.diag = NodeDiagnostics(self, 'ARS408')
         self.create_subscription(
@@ -376,6 +384,8 @@ class RadarNode(lifecycle.DeviceNode):
         self.pub.publish(msg)
         if self.params.publish_points:
             self.points_pub.publish(cycle_to_cloud(cycle, msg))
+        if self.params.publish_tracks and self.tracks_pub.get_subscription_count():
+            self.tracks_pub.publish(radar_tracks.objects_to_tracks(msg, self.params.sensor_id))
         self.published += 1
         # Node latency: from the last frame of the cycle arriving to the message published.
         with self._lock:

@@ -88,6 +88,12 @@ class FusionNodeParams:
         'how often waiting frames are re-checked', unit='s', default=0.005, low=0.0005, high=0.1
     )
     diagnostics_period_s: float = param('diagnostics period', unit='s', default=1.0, low=0.1)
+    radar_type: str = param(
+        "~/in/radar's type: objects (rt_fusion_msgs/RadarObjects, radar_node's) or tracks "
+        "(radar_msgs/RadarTracks, a third-party driver's or radar_node's ~/out/tracks)",
+        default='objects',
+        choices=('objects', 'tracks'),
+    )
     radar_input: bool = param(
         'fuse the radar (false: its scans are received and ignored, the camera-only ablation; '
         'leave radar out of sync.wait_for then)',
