@@ -85,6 +85,12 @@ def generate_launch_description() -> LaunchDescription:
             description='parameters of fusion and planner',
         ),
         DeclareLaunchArgument(
+            'radar_type',
+            default_value='objects',
+            description="the radar as rt_fusion's RadarObjects (objects) or as a third-party "
+            "driver's radar_msgs/RadarTracks (tracks), replayed so and fused so",
+        ),
+        DeclareLaunchArgument(
             'calibration',
             default_value=str(share / 'config' / 'calibration' / 'scenario.yaml'),
             description="the vehicle's sensor mountings, published on /tf_static",
@@ -116,9 +122,15 @@ def generate_launch_description() -> LaunchDescription:
         if audio:
             shm_map.append(f'{graph.AUDIO_TOPIC}->{graph.AUDIO_TOPIC}')
         shm = {'shm': shm_map}
+        radar_type = LaunchConfiguration('radar_type').perform(context)
+        if radar_type not in ('objects', 'tracks'):
+            raise ValueError(f'radar_type {radar_type!r}: objects or tracks')
+        radar = {'radar_tracks': radar_type == 'tracks'}
         return [
-            graph.launch_node(graph.REPLAY, [replay_params, topics, shm]),
-            graph.launch_node(graph.with_cameras(graph.FUSION, extra), [config]),
+            graph.launch_node(graph.REPLAY, [replay_params, topics, shm, radar]),
+            graph.launch_node(
+                graph.with_cameras(graph.FUSION, extra), [config, {'radar_type': radar_type}]
+            ),
             graph.launch_node(graph.PLANNER, [config]),
             graph.launch_node(
                 graph.CALIBRATION, [{'calibration': LaunchConfiguration('calibration')}]

@@ -82,7 +82,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         default=(1920, 1080),
         help='scenario camera WxH, 16:9 (default 1920x1080, the vehicle camera)',
     )
-    parser.add_argument('--ablate', default='', help='also run: radar_only,camera_only')
+    parser.add_argument('--ablate', default='', help='also: radar_only,camera_only,radar_tracks')
     parser.add_argument('--config', type=Path, default=CONFIG, help='parameter file of the graph')
     parser.add_argument('--gate', type=float, default=2.0, help='match gate [m]')
     parser.add_argument(

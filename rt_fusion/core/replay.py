@@ -91,6 +91,11 @@ class ReplayParams:
         'skipped and reported (topics, time range, messages)',
         default=False,
     )
+    radar_tracks: bool = param(
+        "publish the bag's rt_fusion_msgs/RadarObjects as radar_msgs/RadarTracks on the same "
+        "topic (what a third-party ARS408 driver publishes: fusion_node's radar_type tracks)",
+        default=False,
+    )
     stamp_from: tuple[str, ...] = param(
         "header stamps taken from a trigger topic, each 'topic<-trigger' (the latest trigger "
         'stamp at or before the message replaces its stamp; e.g. radar scans and their '

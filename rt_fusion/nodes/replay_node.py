@@ -43,7 +43,7 @@ from rt_fusion.core.bag_integrity import IntegrityError, verify
 from rt_fusion.core.errors import ParameterError
 from rt_fusion.core.replay import Pacer, ReplayParams, Restamper, parse_pairs, parse_remaps
 from rt_fusion.core.shm import ShmRingWriter
-from rt_fusion.ros import compat, graph, lifecycle, parameters, running, waiting
+from rt_fusion.ros import compat, graph, lifecycle, parameters, radar_tracks, running, waiting
 from rt_fusion.ros.conversions import descriptor_to_msg, message_class, ns_to_time, time_to_ns
 from rt_fusion.ros.shm_transport import ShmPublisher, segment_name
 
@@ -155,11 +155,13 @@ class ReplayNode(lifecycle.DeviceNode):
                 self, base, name, first.array.nbytes, p.shm_slots, frame_id=first.frame_id
             )
         self.last_trigger: dict[str, int] = {}
+        self.as_tracks = {
+            t for t in topics if p.radar_tracks and types[t] == 'rt_fusion_msgs/msg/RadarObjects'
+        }
         for topic in topics:
             if topic not in self.shm_map:
-                self.pubs[topic] = self.create_publisher(
-                    self.classes[topic], remaps.get(topic, topic), qos
-                )
+                cls = radar_tracks.RadarTracks if topic in self.as_tracks else self.classes[topic]
+                self.pubs[topic] = self.create_publisher(cls, remaps.get(topic, topic), qos)
         self.topics = [t for t in topics if t not in self.shm_map] + list(self.shm_map)
         self.clock_pub = (
             self.create_publisher(Clock, graph.CLOCK_TOPIC, 10) if p.publish_clock else None
@@ -318,6 +320,9 @@ class ReplayNode(lifecycle.DeviceNode):
                 raw = serialize_message(msg)
             if image is not None:
                 self._publish_shm(m.topic, image, restamp if p.restamp else None)
+            elif m.topic in self.as_tracks:
+                objects = deserialize_message(raw, self.classes[m.topic])
+                self.pubs[m.topic].publish(radar_tracks.objects_to_tracks(objects))
             else:
                 self.pubs[m.topic].publish(raw)
             self.sent += 1

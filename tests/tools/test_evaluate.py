@@ -119,6 +119,26 @@ def test_a_deliberately_worse_tracker_fails_the_gate(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.integration
+def test_the_radar_as_radar_msgs_tracks_scores_as_the_radar_objects(tmp_path: Path) -> None:
+    """A third-party driver's radar_msgs/RadarTracks (the replay publishes the bag's radar so,
+    fusion_node takes it with radar_type: tracks) against rt_fusion's RadarObjects, same
+    scenario and seed. RadarTrack has no existence probability nor orientation: those are the
+    only differences, and they move the scores by little."""
+    proc = _evaluate(
+        '--scenario', 'cut_in', '--seed', '7', '--seconds', '4', '--camera', '640x360',
+        '--ablate', 'radar_tracks', '--out', str(tmp_path),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    run = tmp_path / 'cut_in-s7-4s'
+    objects = json.loads((run / 'fused' / 'metrics.json').read_text())['visible']
+    tracks = json.loads((run / 'radar_tracks' / 'metrics.json').read_text())['visible']
+    for key in ('precision', 'recall', 'mota'):
+        assert tracks[key] == pytest.approx(objects[key], abs=0.03), (key, objects, tracks)
+    assert tracks['recall'] > 0.5  # the radar really went through
+
+
+@pytest.mark.slow
+@pytest.mark.integration
 def test_closed_loop_the_planner_stops_the_ego_behind_the_stopped_car(tmp_path: Path) -> None:
     """--closed-loop: the planner drives the ego (sim.launch.py). The scenario's script drives
     through the stopped car (its box overlaps it from about 5.8 s); driven by the plans the ego

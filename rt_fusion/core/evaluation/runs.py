@@ -17,11 +17,16 @@ import numpy as np
 from rt_fusion.core.evaluation import metrics as ev
 from rt_fusion.core.evaluation.truth import actor_tracks, ego_samples, plans_in_world
 
-VARIANTS = ('fused', 'radar_only', 'camera_only')
+VARIANTS = ('fused', 'radar_only', 'camera_only', 'radar_tracks')
 #: The sensors whose sight makes a truth object count as ``visible`` in each variant: a
 #: single-modality ablation is scored on what its one sensor can see (an object only the radar
 #: sees is not a camera-only miss); ``visible_any`` in metrics.json keeps every sensor's view.
-SENSORS = {'fused': ('camera', 'radar'), 'radar_only': ('radar',), 'camera_only': ('camera',)}
+SENSORS = {
+    'fused': ('camera', 'radar'),
+    'radar_only': ('radar',),
+    'camera_only': ('camera',),
+    'radar_tracks': ('camera', 'radar'),  # fused, the radar as radar_msgs/RadarTracks
+}
 HIGHER_IS_BETTER = (
     'precision',
     'recall',

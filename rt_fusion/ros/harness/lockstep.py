@@ -54,7 +54,7 @@ def overrides(variant: str) -> dict[str, Any]:
         fusion['radar_input'] = False
         fusion['sync']['wait_for'] = ['imu']
         fusion['hearing_model'] = ''
-    elif variant != 'fused':
+    elif variant not in ('fused', 'radar_tracks'):  # radar_tracks: a launch argument
         raise ValueError(f'unknown variant {variant!r} (one of {list(VARIANTS)})')
     return {'fusion': fusion, 'planner': {'clock': 'stamps'}}
 
@@ -164,6 +164,8 @@ def run_replay(
             'ack_topic': graph.ACK_TOPIC,
             'start_topic': START_TOPIC,
             'camera_topic': camera,
+            # the radar as a third-party driver's radar_msgs/RadarTracks
+            'radar_type': 'tracks' if variant == 'radar_tracks' else 'objects',
             'audio': 'true',  # the fusion's hearing (a bag without a microphone: nothing)
             'config': str(params),
         },
