@@ -253,6 +253,12 @@ def test_ros2_launch_replays_a_generated_bag_into_objects_and_trajectories(
         '/fusion/out/markers', 'visualization_msgs/msg/MarkerArray', '--count', '5',
         '--timeout', '180',
     )  # fmt: skip
+    # ... and recorded into an MCAP a user replays or reads without ROS (rosbags).
+    rec = procs.tool(
+        'record.py', '--out', str(tmp_path / 'views'), '--count', '10',
+        '/fusion/out/detections:vision_msgs/msg/Detection3DArray', name='record',
+    )  # fmt: skip
+    rec.read_until('READY', 60)
     env = {'AMENT_PREFIX_PATH': str(VENV)}
     launch = procs.spawn(
         [str(ros2), 'launch', 'rt_fusion', 'replay.launch.py', f'bag:={bag}'],
@@ -284,6 +290,13 @@ def test_ros2_launch_replays_a_generated_bag_into_objects_and_trajectories(
         'bicycle', 'motorcycle', 'static', 'emergency_vehicle'}  # fmt: skip
     xx = {round(h['pose']['covariance'][0], 6) for h in hyp}
     assert min(xx) > 0 and len(xx) > 1, xx  # present, and varying with the tracks
+    assert rec.wait(200) == 0, rec.tail()
+    from rt_fusion.core.bag import iter_messages  # noqa: PLC0415
+
+    stored = [m.msg for m in iter_messages(tmp_path / 'views', ['/fusion/out/detections'])]
+    assert len(stored) >= 10
+    cov = {round(float(d.results[0].pose.covariance[0]), 6) for m in stored for d in m.detections}
+    assert min(cov) > 0 and len(cov) > 1, cov
     boxes, _ = markers.messages(deadline_s=200)
     kinds = {m['ns'] for b in boxes for m in b['markers']}
     assert kinds == {'box', 'label', 'velocity'}, kinds

@@ -4,6 +4,7 @@ their .msg files, and messages built from plain keyword fields (the rest default
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Any, Literal
 
@@ -43,14 +44,31 @@ def msg_dir() -> Path:
     raise RtFusionError('rt_fusion_msgs .msg files not found (repository or install share/)')
 
 
+#: Interface packages rt_fusion publishes that rosbags' store lacks: registered from their
+#: installed definitions where found (the venv, a ROS prefix), so a recorder can write them.
+EXTRA_INTERFACES = ('vision_msgs', 'radar_msgs')
+
+
+def _installed_msgs(package: str) -> list[Path]:
+    prefixes = [Path(p) for p in os.environ.get('AMENT_PREFIX_PATH', '').split(os.pathsep) if p]
+    for root in [*prefixes, Path(sys.prefix)]:
+        cand = root / 'share' / package / 'msg'
+        if cand.is_dir():
+            return sorted(cand.glob('*.msg'))
+    return []
+
+
 def typestore() -> Any:
-    """ROS 2 Kilted types plus rt_fusion_msgs."""
+    """ROS 2 Kilted types plus rt_fusion_msgs, and the installed EXTRA_INTERFACES."""
     from rosbags.typesys import Stores, get_types_from_msg, get_typestore  # noqa: PLC0415
 
     ts = get_typestore(Stores.ROS2_KILTED)
     types: dict[str, Any] = {}
     for path in sorted(msg_dir().glob('*.msg')):
         types.update(get_types_from_msg(path.read_text(), f'rt_fusion_msgs/msg/{path.stem}'))
+    for package in EXTRA_INTERFACES:
+        for path in _installed_msgs(package):
+            types.update(get_types_from_msg(path.read_text(), f'{package}/msg/{path.stem}'))
     ts.register(types)
     return ts
 
