@@ -168,12 +168,9 @@ def test_non_finite_incomplete_and_backward_inputs_are_counted_and_never_fused(
             msg.linear_acceleration.z = 9.81
             return msg
 
-        for k in range(3):
-            imu_pub.publish(imu(100 + k, math.nan))  # a corrupt frame's NaN gyro
-        imu_pub.publish(imu(110, 0.0))
-        imu_pub.publish(imu(105, 0.0))  # back in time
-        # The radar input is best effort (a sensor stream): a sample sent as the reader is still
-        # matching can be lost, so the scans repeat (new stamps) until the counters show them.
+        # The IMU and radar inputs are best effort (sensor streams, any driver matches): a sample
+        # sent as the reader is still matching can be lost, so the bad samples and scans repeat
+        # (new stamps) until the counters show them.
         latest: dict[str, str] = {}
 
         def on_diag(msg: DiagnosticArray) -> None:
@@ -189,10 +186,14 @@ def test_non_finite_incomplete_and_backward_inputs_are_counted_and_never_fused(
         # ... and until a clean scan came after sync.camera_timeout_s (0.5 s without a camera
         # frame, on the wall clock too) and was fused on its own: a CI run whose first scans
         # were already counted stopped sending before that and saw none.
-        while 'radar_object_non_finite' not in latest.get('rejected', '') or not int(
-            latest.get('frames_without_camera') or 0
-        ):
+        while any(
+            r not in latest.get('rejected', '')
+            for r in ('radar_object_non_finite', 'imu_non_finite', 'imu_out_of_order')
+        ) or not int(latest.get('frames_without_camera') or 0):
             assert time.monotonic() < end, f'diagnostics: {latest}'
+            imu_pub.publish(imu(100 + 10 * k, math.nan))  # a corrupt frame's NaN gyro
+            imu_pub.publish(imu(105 + 10 * k, 0.0))
+            imu_pub.publish(imu(102 + 10 * k, 0.0))  # back in time
             cut = RadarObjects(complete=False)
             cut.header.stamp.sec = 110 + 2 * k
             radar_pub.publish(cut)
@@ -213,7 +214,7 @@ def test_non_finite_incomplete_and_backward_inputs_are_counted_and_never_fused(
         context.try_shutdown()
     assert rejected, 'no fusion diagnostics'
     counts = dict(item.rsplit(' ', 1) for item in rejected[-1].split(', '))
-    assert counts['imu_non_finite'] == '3' and counts['imu_out_of_order'] == '1'
+    assert int(counts['imu_non_finite']) >= 1 and int(counts['imu_out_of_order']) >= 1
     # Every scan sent was refused or cleaned: as many incomplete as half-bad ones arrived.
     assert int(counts['radar_incomplete']) >= 1 and int(counts['radar_object_non_finite']) >= 1
     assert set(counts) == {
