@@ -321,7 +321,7 @@ class ReplayNode(lifecycle.DeviceNode):
             if image is not None:
                 self._publish_shm(m.topic, image, restamp if p.restamp else None)
             elif m.topic in self.as_tracks:
-                objects = deserialize_message(raw, self.classes[m.topic])
+                objects: Any = deserialize_message(raw, self.classes[m.topic])
                 self.pubs[m.topic].publish(radar_tracks.objects_to_tracks(objects))
             else:
                 self.pubs[m.topic].publish(raw)
