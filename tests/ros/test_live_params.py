@@ -9,6 +9,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -58,14 +59,19 @@ def fusion() -> Iterator[tuple[Any, dict[str, str]]]:
 def _param_set(env: dict[str, str], name: str, value: str) -> subprocess.CompletedProcess[str]:
     if not ROS2.exists():
         pytest.skip('ros2 CLI not installed (make setup installs it from ../shared)')
-    return subprocess.run(
-        [str(ROS2), 'param', 'set', '/fusion', name, value],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    # The CLI's own participant may not have discovered the node yet: again until it has.
+    end = time.monotonic() + 90.0
+    while True:
+        out = subprocess.run(
+            [str(ROS2), 'param', 'set', '/fusion', name, value],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        if 'Node not found' not in out.stderr or time.monotonic() > end:
+            return out
 
 
 def test_ros2_param_set_changes_the_running_tracker(fusion: tuple[Any, dict[str, str]]) -> None:

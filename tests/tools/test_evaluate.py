@@ -257,4 +257,5 @@ def test_an_ablation_is_scored_on_what_its_own_sensor_sees() -> None:
         'fused': [True, True, True],
         'radar_only': [True, True, False],
         'camera_only': [True, False, True],
+        'radar_tracks': [True, True, True],  # fused, the radar through RadarTracks
     }
