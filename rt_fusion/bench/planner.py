@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from rt_fusion.bench import realtime as realtime_bench
 from rt_fusion.core import realtime
 from rt_fusion.core.latency import summarize_ns
 from rt_fusion.core.planning import frenet, frenet_layout
@@ -195,14 +196,6 @@ def loop(mode: str, seconds: float, hz: float, cpu: int, priority: int, seed: in
     )
 
 
-def _burn(stop: Any) -> None:
-    x = 0
-    while not stop.is_set():
-        for i in range(10_000):
-            x ^= i * i
-        _ = bytearray(1 << 16)
-
-
 def run_loops(args: argparse.Namespace, cpu: int) -> dict[str, dict[str, Any]]:
     n = os.cpu_count() or 1
     stop = multiprocessing.Event()
@@ -212,7 +205,7 @@ def run_loops(args: argparse.Namespace, cpu: int) -> dict[str, dict[str, Any]]:
         targets.append(cpu)
     if args.load != 'none':
         for c in targets:
-            proc = multiprocessing.Process(target=_burn, args=(stop,), daemon=True)
+            proc = multiprocessing.Process(target=realtime_bench.burn, args=(stop,), daemon=True)
             proc.start()
             if proc.pid is not None:
                 os.sched_setaffinity(proc.pid, {c})

@@ -55,6 +55,7 @@ def probe_main(argv: list[str]) -> None:
 
 
 def burn(stop: Any) -> None:
+    """CPU and memory load until ``stop`` is set (a load generator's process)."""
     x = 0
     while not stop.is_set():
         for i in range(10_000):

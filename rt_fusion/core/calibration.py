@@ -23,6 +23,7 @@ from typing import Any
 
 import yaml
 
+from rt_fusion.core import rotation
 from rt_fusion.core.errors import RtFusionError
 
 AXES = ('x', 'y', 'z', 'roll', 'pitch', 'yaw')
@@ -45,17 +46,11 @@ class Mounting:
     pitch: float = 0.0
     yaw: float = 0.0
 
-    def quaternion(self) -> tuple[float, float, float, float]:
+    def quaternion(self) -> rotation.Quat:
         """(w, x, y, z) of the rotation R = Rz(yaw) Ry(pitch) Rx(roll)."""
-        cr, sr = math.cos(self.roll / 2), math.sin(self.roll / 2)
-        cp, sp = math.cos(self.pitch / 2), math.sin(self.pitch / 2)
-        cy, sy = math.cos(self.yaw / 2), math.sin(self.yaw / 2)
-        return (
-            cr * cp * cy + sr * sp * sy,
-            sr * cp * cy - cr * sp * sy,
-            cr * sp * cy + sr * cp * sy,
-            cr * cp * sy - sr * sp * cy,
-        )
+        rz = rotation.from_rotvec(0.0, 0.0, self.yaw)
+        ry = rotation.from_rotvec(0.0, self.pitch, 0.0)
+        return rotation.mul(rotation.mul(rz, ry), rotation.from_rotvec(self.roll, 0.0, 0.0))
 
 
 @dataclasses.dataclass(frozen=True)

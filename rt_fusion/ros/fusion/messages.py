@@ -51,8 +51,7 @@ def fill_odometry(odom: Any, ego: EgoState, stamp: Time, odom_frame: str, base_f
     odom.header.stamp = stamp
     odom.header.frame_id, odom.child_frame_id = odom_frame, base_frame
     odom.pose.pose.position.x, odom.pose.pose.position.y = ego.x, ego.y
-    odom.pose.pose.orientation.z = math.sin(ego.yaw / 2)
-    odom.pose.pose.orientation.w = math.cos(ego.yaw / 2)
+    _heading(odom.pose.pose.orientation, ego.yaw)
     odom.twist.twist.linear.x, odom.twist.twist.angular.z = ego.v, ego.yaw_rate
     # Covariances (row-major 6x6: x y z roll pitch yaw): dead reckoning's drift, speed's std.
     odom.pose.covariance[0] = odom.pose.covariance[7] = ego.xy_std**2
@@ -131,6 +130,11 @@ CLASS_COLOUR = ((0.6, 0.6, 0.6), (0.2, 0.6, 1.0), (0.1, 0.3, 0.9), (1.0, 0.5, 0.
                 (0.9, 0.9, 0.1), (0.7, 0.3, 0.9), (0.5, 0.5, 0.5), (1.0, 0.1, 0.1))  # fmt: skip
 
 
+def _heading(orientation: Any, yaw: float) -> None:
+    """A pure heading ``yaw`` [rad] into a ``geometry_msgs/Quaternion``."""
+    orientation.z, orientation.w = math.sin(yaw / 2), math.cos(yaw / 2)
+
+
 def _cls(k: int) -> int:
     return k if 0 <= k < len(CLASS_NAMES) else 0
 
@@ -153,7 +157,7 @@ def detections3d_msg(fused: FusedFrame, frame_id: str) -> Any:
         h.hypothesis.class_id, h.hypothesis.score = CLASS_NAMES[c], float(o.class_probability)
         pose = h.pose.pose
         pose.position.x, pose.position.y, pose.position.z = o.x, o.y, CLASS_HEIGHT[c] / 2
-        pose.orientation.z, pose.orientation.w = math.sin(o.yaw / 2), math.cos(o.yaw / 2)
+        _heading(pose.orientation, o.yaw)
         var = float(o.position_std) ** 2
         cov = [0.0] * 36  # x y z roll pitch yaw, row-major; unknown axes: a large variance
         cov[0] = cov[7] = var
@@ -191,8 +195,7 @@ def markers_msg(fused: FusedFrame, frame_id: str, lifetime_s: float = 0.3) -> An
             m.pose.orientation.w = 1.0
             if kind == Marker.CUBE:
                 m.pose.position.z = CLASS_HEIGHT[c] / 2
-                m.pose.orientation.z = math.sin(o.yaw / 2)
-                m.pose.orientation.w = math.cos(o.yaw / 2)
+                _heading(m.pose.orientation, o.yaw)
                 m.scale.x, m.scale.y, m.scale.z = o.length, o.width, CLASS_HEIGHT[c]
             elif kind == Marker.TEXT_VIEW_FACING:
                 m.pose.position.z = CLASS_HEIGHT[c] + 0.5
@@ -201,8 +204,7 @@ def markers_msg(fused: FusedFrame, frame_id: str, lifetime_s: float = 0.3) -> An
                 m.text = f'{o.id} {CLASS_NAMES[c]}'
             else:
                 m.pose.position.z = CLASS_HEIGHT[c] / 2
-                m.pose.orientation.z = math.sin(math.atan2(o.vy, o.vx) / 2)
-                m.pose.orientation.w = math.cos(math.atan2(o.vy, o.vx) / 2)
+                _heading(m.pose.orientation, math.atan2(o.vy, o.vx))
                 m.scale.x = max(math.hypot(o.vx, o.vy), 0.01)  # 1 m per m/s
                 m.scale.y = m.scale.z = 0.2
             out.markers.append(m)

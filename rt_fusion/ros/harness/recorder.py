@@ -28,20 +28,9 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from rt_fusion.core.evaluation.ledger import LINEAGE
 from rt_fusion.ros import compat, diagnostics, graph
 from rt_fusion.ros.conversions import message_class, quaternion_yaw, time_to_ns
-
-LINEAGE_FIELDS = (
-    'capture_ns',
-    'committed_ns',
-    'received_ns',
-    'inputs_complete_ns',
-    'inference_done_ns',
-    'published_ns',
-    'planner_received_ns',
-    'planner_solved_ns',
-    'planner_published_ns',
-)
 
 
 class Recorder:
@@ -151,6 +140,9 @@ class Recorder:
             self.objects: list[dict[str, Any]] = []
             self.odometry: dict[int, tuple[float, float, float]] = {}
             self.plans: list[dict[str, Any]] = []
+            # frame stamp -> when its first object list / first trajectory was published
+            self.fused: dict[int, int] = {}
+            self.planned: dict[int, int] = {}
             self.frame_stamps: list[int] = []  # the front camera's committed frames
             self.seen = 0  # front-camera descriptors that arrived
             self._last_sequence: dict[tuple[str, str, int], int] = {}
@@ -169,10 +161,11 @@ class Recorder:
             self.matched[key] = int(info.current_count)
 
     def _on_objects(self, m: Any) -> None:
+        stamp, published = time_to_ns(m.header.stamp), int(m.published_ns)
         rec = {
-            'stamp_ns': time_to_ns(m.header.stamp),
+            'stamp_ns': stamp,
             'inputs_complete_ns': int(m.inputs_complete_ns),
-            'published_ns': int(m.published_ns),
+            'published_ns': published,
             'received_ns': time.time_ns(),
             'objects': [
                 (
@@ -188,6 +181,7 @@ class Recorder:
         }
         with self.lock:
             self.objects.append(rec)
+            self.fused.setdefault(stamp, published)
 
     def _on_odometry(self, m: Any) -> None:
         p = m.pose.pose.position
@@ -196,18 +190,20 @@ class Recorder:
             self.odometry[time_to_ns(m.header.stamp)] = pose
 
     def _on_plan(self, m: Any) -> None:
+        objects_stamp, published = time_to_ns(m.objects_stamp), int(m.published_ns)
         rec = {
             'stamp_ns': time_to_ns(m.header.stamp),
-            'objects_stamp_ns': time_to_ns(m.objects_stamp),
+            'objects_stamp_ns': objects_stamp,
             'status': int(m.status),
-            'published_ns': int(m.published_ns),
+            'published_ns': published,
             'received_ns': time.time_ns(),
             'solve_ms': float(m.solve_time_ms),
-            'lineage': {f: int(getattr(m.lineage, f)) for f in LINEAGE_FIELDS},
+            'lineage': {f: int(getattr(m.lineage, f)) for f in LINEAGE},
             'points': [(p.t, p.x, p.y, p.yaw, p.v, p.a) for p in m.points],
         }
         with self.lock:
             self.plans.append(rec)
+            self.planned.setdefault(objects_stamp, published)
 
     def _on_frame(self, camera: str, m: Any) -> None:
         if m.encoding == self._hello:
@@ -244,24 +240,6 @@ class Recorder:
         self.arrivals[key].append(time.monotonic())
 
     # --- what the records say ---------------------------------------------------------------
-
-    @property
-    def fused(self) -> dict[int, int]:
-        """Frame stamp → when its first object list was published."""
-        with self.lock:
-            out: dict[int, int] = {}
-            for o in self.objects:
-                out.setdefault(o['stamp_ns'], o['published_ns'])
-            return out
-
-    @property
-    def planned(self) -> dict[int, int]:
-        """Object-list stamp → when its first trajectory was published."""
-        with self.lock:
-            out: dict[int, int] = {}
-            for p in self.plans:
-                out.setdefault(p['objects_stamp_ns'], p['published_ns'])
-            return out
 
     def committed_by(self, camera: str = 'front') -> int:
         """Frames one camera committed: its rings' sequences, or the camera node's own count in
