@@ -75,6 +75,7 @@ def generate_launch_description() -> LaunchDescription:
             default_value=str(share / 'config' / 'calibration' / 'scenario.yaml'),
             description="the vehicle's sensor mountings, published on /tf_static",
         ),
+        graph.declare_namespace(),
     ]
 
     def nodes(context: LaunchContext) -> list[object]:
@@ -84,14 +85,19 @@ def generate_launch_description() -> LaunchDescription:
         # Lock-step: the fusion acknowledges every input; the planner plans once per object
         # list, on the stamps' clock (simulated time), so a plan answers each fused frame.
         closed = {'fusion': {'ack_topic': ACK}, 'planner': {'clock': 'stamps'}}
-        return [
-            graph.launch_node(graph.SIM, [sim, {'ack_topic': ACK}]),
-            graph.launch_node(graph.FUSION, [config, closed['fusion']]),
-            graph.launch_node(graph.PLANNER, [config, closed['planner']]),
-            graph.launch_node(
-                graph.CALIBRATION, [{'calibration': LaunchConfiguration('calibration')}]
+        managed = graph.MANAGED
+        calibration = {'calibration': LaunchConfiguration('calibration')}
+        nodes = {
+            graph.CALIBRATION.name: graph.launch_node(graph.CALIBRATION, [calibration, managed]),
+            graph.FUSION.name: graph.launch_node(
+                graph.FUSION, [config, closed['fusion'], managed]
             ),
-        ]
+            graph.PLANNER.name: graph.launch_node(
+                graph.PLANNER, [config, closed['planner'], managed]
+            ),
+            graph.SIM.name: graph.launch_node(graph.SIM, [sim, {'ack_topic': ACK}, managed]),
+        }
+        return graph.in_namespace(context, graph.brought_up(nodes, order=list(nodes)))
 
     actions.append(OpaqueFunction(function=nodes))
     return LaunchDescription(actions)

@@ -189,13 +189,16 @@ def _graph(context: LaunchContext) -> list[object]:
             parameters.append(overrides)
         if node.name in emulated:
             parameters.append(emulated[node.name])
+        if not respawn:  # the bring-up node configures and activates it
+            parameters.append(graph.MANAGED)
         nodes[node.name] = graph.launch_node(
             node,
             parameters,
             arguments=['--ros-args', '--log-level', log_level],
-            # A sensor that fails at start-up exits with status 2 and its reason in the log;
-            # the others keep running (the fusion degrades without it). respawn:=true restarts
-            # a node that dies (tools/chaos.py measures how fast it is back).
+            # A node that fails at start-up is named by the bring-up node, which ends the graph
+            # unless the node is listed in ``optional`` (the fusion then degrades without it).
+            # respawn:=true restarts a node that dies (tools/chaos.py measures how fast it is
+            # back); each node then brings itself up, and the bring-up node only waits for them.
             respawn=respawn,
             respawn_delay=respawn_delay,
             additional_env={
@@ -204,9 +207,20 @@ def _graph(context: LaunchContext) -> list[object]:
             }
             or None,
         )
+    # Consumers first: configured and activated before the sensors stream into them.
+    order = [n for n in ('calibration', 'fusion', 'planner') if n in nodes]
+    order += [n for n in nodes if n not in order]
+    optional = [n for n in LaunchConfiguration('optional').perform(context).split(',') if n]
+    unknown = sorted(set(optional) - set(nodes))
+    if unknown:
+        raise ValueError(f'launch argument optional: {unknown} are not nodes of this graph')
+    managed = graph.brought_up(
+        nodes, order=order, optional=optional, drive=not respawn, respawn=respawn
+    )
     if emulated and 'imu' in nodes:
         # The IMU node opens the emulator's pseudo-terminal: start it once that exists.
         imu = nodes.pop('imu')
+        managed.remove(imu)
         started: list[bool] = []
 
         def on_ready(event: object) -> list[object] | None:
@@ -218,7 +232,7 @@ def _graph(context: LaunchContext) -> list[object]:
         actions.append(
             RegisterEventHandler(OnProcessIO(target_action=actions[0], on_stdout=on_ready))
         )
-    return actions + list(nodes.values())
+    return graph.in_namespace(context, actions + managed)
 
 
 def generate_launch_description() -> LaunchDescription:
@@ -276,6 +290,14 @@ def generate_launch_description() -> LaunchDescription:
             "none: the environment's own (FASTDDS_DEFAULT_PROFILES_FILE) or Fast DDS's "
             'defaults',
         ),
+        DeclareLaunchArgument(
+            'optional',
+            default_value='',
+            description='nodes the graph may run without, comma-separated (camera,microphone): '
+            'one that fails at start-up is named and left out, the fusion degrading without '
+            'it; any other node that fails ends the graph',
+        ),
+        graph.declare_namespace(),
     ]
     for node in graph.VEHICLE:
         actions.append(

@@ -11,6 +11,7 @@ import ast
 import importlib.util
 import json
 import re
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,7 @@ from tests.conftest import (
 pytestmark = pytest.mark.integration
 
 ROUTE = graph.ROUTE_TOPIC
+SPEED = graph.SPEED_TOPIC
 
 LAUNCH = ROOT / 'launch' / 'vehicle.launch.py'
 REPLAY = ROOT / 'launch' / 'replay.launch.py'
@@ -76,9 +78,10 @@ def test_every_remapping_joins_an_input_to_an_existing_output(
     nodes: tuple[graph.GraphNode, ...],
 ) -> None:
     graph = _graph(nodes)
+    graph_speed = SPEED
     scripts = _setup_scripts()
     outputs = {
-        f'/{name}/out/{topic}'
+        f'{name}/out/{topic}'  # relative: the graph goes under a launch's namespace whole
         for name, (exe, _) in graph.items()
         for topic in _topics(scripts[exe].split(':')[0].rsplit('.', 1)[1], 'out')
     }
@@ -92,12 +95,12 @@ def test_every_remapping_joins_an_input_to_an_existing_output(
             assert src.removeprefix('~/in/') in inputs, f'{name}: no input {src}'
             # The vehicle speed comes from the vehicle's own CAN gateway (or a bag), the route
             # from a route planner or a map (the simulator in closed loop), not from us.
-            external = dst == '/vehicle/speed' or (dst == ROUTE and 'sim' not in graph)
+            external = dst == graph_speed or (dst == ROUTE and 'sim' not in graph)
             assert dst in outputs or external, f'{name}: {src} -> {dst}, which no node publishes'
     # The fusion node gets every sensor, the planner the fusion's output.
     fusion = dict(graph['fusion'][1])
-    assert fusion['~/in/camera'] == '/camera/out/image'
-    assert dict(graph['planner'][1])['~/in/objects'] == '/fusion/out/objects'
+    assert fusion['~/in/camera'] == 'camera/out/image'
+    assert dict(graph['planner'][1])['~/in/objects'] == 'fusion/out/objects'
 
 
 def _need_launch() -> Path:
@@ -315,6 +318,82 @@ def test_ros2_launch_replays_a_generated_bag_into_objects_and_trajectories(
     )
 
 
+# What every ROS process has, and what the graph keeps global: /tf, /tf_static, /diagnostics.
+GLOBAL_TOPICS = {'/rosout', '/parameter_events', '/tf', '/tf_static', '/diagnostics'}
+
+
+@pytest.mark.slow
+def test_two_namespaced_replays_share_a_machine_each_fusing_its_own_bag(
+    tmp_path: Path, procs: ProcGroup
+) -> None:
+    """namespace:=car1 and namespace:=car2, at once on one ROS domain: every topic of each graph
+    is under its namespace (rings too), and each fusion sees its own bag's world. cut_in has
+    no vehicle right of the ego lane; pedestrian_crossing has a car parked there (y = -3.6 m)."""
+    ros2 = _need_launch()
+    bags = {
+        'car1': make_scenario(tmp_path / 'cut_in', 'cut_in', 4, 5),
+        'car2': make_scenario(tmp_path / 'crossing', 'pedestrian_crossing', 4, 6),
+    }
+    echoes = {
+        car: procs.echo(
+            f'/{car}/fusion/out/objects',
+            'rt_fusion_msgs/msg/ObjectArray',
+            '--count',
+            '25',
+            '--timeout',
+            '240',
+        )
+        for car in bags
+    }
+    env = {'AMENT_PREFIX_PATH': str(VENV)}
+    launches = {
+        car: procs.spawn(
+            [
+                str(ros2),
+                'launch',
+                'rt_fusion',
+                'replay.launch.py',
+                f'bag:={bag}',
+                f'namespace:={car}',
+                'rate:=0.25',
+            ],
+            f'ros2 launch {car}',
+            env,
+        )
+        for car, bag in bags.items()
+    }
+    right: dict[str, float] = {}
+    for car, echo in echoes.items():
+        lists, got = echo.messages(deadline_s=300)
+        assert got['received'] >= 25, launches[car].tail()
+        # The share of object lists with a vehicle right of the ego lane (a parked car; the
+        # roadside posts both scenarios have are static objects).
+        right[car] = sum(
+            any(o['position']['y'] < -2.5 and o['object_class'] in (1, 2) for o in m['objects'])
+            for m in lists
+        ) / len(lists)
+        if car == 'car2':  # both graphs run now: their topics and rings, while they exist
+            listed = subprocess.run(
+                [str(ros2), 'topic', 'list'], env={**procs.env, **env},
+                capture_output=True, text=True, timeout=120, check=True,
+            ).stdout.split()  # fmt: skip
+            domain = procs.env['ROS_DOMAIN_ID']
+            rings = [p.name for p in Path('/dev/shm').glob(f'rt_fusion_d{domain}_*')]
+    assert right['car1'] < 0.1 and right['car2'] > 0.5, right
+    stray = [
+        t for t in listed if t not in GLOBAL_TOPICS and not t.startswith(('/car1/', '/car2/'))
+    ]
+    assert not stray, stray
+    for car in bags:
+        assert (
+            f'/{car}/fusion/out/objects' in listed and f'/{car}/planner/out/trajectory' in listed
+        )
+    ours = (f'rt_fusion_d{domain}_car1_', f'rt_fusion_d{domain}_car2_')
+    assert rings and all(r.startswith(ours) for r in rings), rings
+    for launch in launches.values():
+        launch.stop(timeout_s=60.0)
+
+
 @pytest.mark.slow
 def test_the_vehicle_configuration_starts_every_node_on_emulated_sensors(tmp_path: Path) -> None:
     """config/vehicle.yaml as shipped, on pty/CAN-bus/video/ALSA emulators, with only the TensorRT
@@ -354,6 +433,49 @@ def test_the_vehicle_configuration_starts_every_node_on_emulated_sensors(tmp_pat
             r'imports \d+\.\d+, ROS \d+\.\d+, configure \d+\.\d+, activate \d+\.\d+\)',
             log,
         ), name
+
+
+@pytest.mark.parametrize('optional', [False, True], ids=['required', 'optional'])
+def test_a_broken_device_at_bring_up_is_named_and_fails_the_graph_unless_optional(
+    tmp_path: Path, optional: bool
+) -> None:
+    """A camera whose video does not exist (and no retry): the bring-up node names it, with the
+    camera's own error, and ends the whole launch with status 1; with ``optional:=camera`` the
+    graph comes up without it."""
+    _need_launch()
+    overrides = tmp_path / 'dev.yaml'
+    overrides.write_text(
+        'fusion:\n  ros__parameters:\n    backend: onnxruntime\n    device: cpu\n'
+        '    rt: {require_rt: false, cpus: [0]}\n'
+        'planner:\n  ros__parameters:\n    rt: {require_rt: false, cpus: [0]}\n'
+        'camera:\n  ros__parameters:\n    source: file\n'
+        f'    file: {tmp_path / "no_such_video.mp4"}\n'
+        '    retry_s: 0.0\n'  # fail the start (the shipped file retries a camera not there yet)
+    )
+    env = {**ros_env(), 'AMENT_PREFIX_PATH': str(VENV)}
+    args = {'overrides': str(overrides), 'radar': 'false', 'imu': 'false', 'microphone': 'false'}
+    if optional:
+        args['optional'] = 'camera'
+    launched = launching.LaunchedGraph(
+        'vehicle.launch.py', args, env=env, log=tmp_path / 'launch.log'
+    )
+    try:
+        if optional:
+            line = launched.wait_for_line('bring-up: 3 nodes active', 240)
+            assert line is not None and '(without camera)' in line, log_excerpt(
+                (tmp_path / 'launch.log').read_text()
+            )
+        else:
+            assert launched.popen.wait(timeout=240) != 0
+    finally:
+        launched.stop(timeout_s=60)
+    log = (tmp_path / 'launch.log').read_text()
+    named = "bring-up: node 'camera' did not reach active: configure failed"
+    assert named in log and 'no_such_video.mp4' in log, log_excerpt(log)
+    if optional:
+        assert 'the graph runs without it' in log, log_excerpt(log)
+    else:
+        assert 'stopping the graph' in log and 'the bring-up failed' in log, log_excerpt(log)
 
 
 def test_a_misspelt_node_section_stops_the_launch(tmp_path: Path) -> None:

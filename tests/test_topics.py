@@ -4,6 +4,7 @@ take them from there, so a renamed topic cannot leave a reader listening on the 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,9 @@ ROOT = Path(__file__).resolve().parents[1]
 GRAPH = ROOT / 'rt_fusion' / 'ros' / 'graph.py'
 TOPICS = {v for k, v in vars(graph).items() if k.endswith('_TOPIC') and isinstance(v, str)}
 # A topic's first name (``/camera_left/...`` counts as ``camera``), and the tools' start topics.
-NAMESPACES = {t.split('/')[1] for t in TOPICS} | {'evaluate', 'demo', 'soak', 'two_hosts'}
+NAMESPACES = {t.lstrip('/').split('/')[0] for t in TOPICS}
+NAMESPACES |= {'evaluate', 'demo', 'soak', 'two_hosts'}
+RELATIVE = {t for t in TOPICS if not t.startswith('/')}
 
 
 def _strings(path: Path) -> list[tuple[int, str]]:
@@ -30,7 +33,13 @@ def _strings(path: Path) -> list[tuple[int, str]]:
 def _topic_literals(path: Path) -> list[str]:
     found = []
     for line, text in _strings(path):
-        if text.startswith('/') and len(text) > 1:
+        # A relative name counts when it is one of the graph's or a node's output under one.
+        if any(text == t or text.startswith(t + '/') for t in RELATIVE) or re.match(
+            r'[a-z]+(_[a-z0-9]+)?/out/', text
+        ):
+            if text.split('/', 1)[0].split('_', 1)[0] in NAMESPACES:
+                found.append(f'{path.relative_to(ROOT)}:{line}: {text!r}')
+        elif text.startswith('/') and len(text) > 1:
             first = text[1:].split('/', 1)[0].split('_', 1)[0]
             whole = text[1:].split('/', 1)[0]
             if first in NAMESPACES or whole in NAMESPACES:
@@ -54,12 +63,15 @@ def test_topic_names_are_written_only_in_graph_py() -> None:
 
 def test_the_scan_finds_a_topic_written_by_hand() -> None:
     probe = ROOT / 'tools' / '_probe_topics_tmp.py'
-    probe.write_text("A = '/fusion/out/objects'\nB = f'/camera_{1}/out/image'\nC = '/dev/shm'\n")
+    probe.write_text(
+        "A = '/fusion/out/objects'\nB = f'/camera_{1}/out/image'\nC = '/dev/shm'\n"
+        "D = 'radar/out/objects'\nE = 'camera/solidWhiteRight.mp4'\nF = 'vehicle/speed'\n"
+    )
     try:
         hits = _topic_literals(probe)
     finally:
         probe.unlink()
-    assert len(hits) == 2, hits
+    assert len(hits) == 4, hits
 
 
 @pytest.mark.parametrize(
@@ -74,4 +86,4 @@ def test_the_scan_finds_a_topic_written_by_hand() -> None:
     ],
 )
 def test_the_scenario_bags_topics_are_the_graphs(core: str, live: str) -> None:
-    assert core == live
+    assert core == graph.bag_topic(live)

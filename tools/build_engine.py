@@ -58,7 +58,9 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument('--workspace', type=int, default=2048, help='builder workspace [MiB]')
     p.add_argument('--timing-cache', type=Path, help='read and update this timing cache')
     p.add_argument('--calib-bag', type=Path, help='rosbag2 with camera frames (INT8)')
-    p.add_argument('--calib-topic', default=graph.CAMERA_TOPIC, help='image topic in the bag')
+    p.add_argument(
+        '--calib-topic', default=graph.bag_topic(graph.CAMERA_TOPIC), help='image topic in the bag'
+    )
     p.add_argument('--calib-frames', type=int, default=500, help='frames to calibrate on')
     p.add_argument('--calib-batch', type=int, default=8, help='calibration batch size')
     p.add_argument('--calib-cache', type=Path, help='calibration cache (read if present)')

@@ -197,8 +197,8 @@ def run_job(
         rec = lockstep.run_replay(
             bag, variant, out, recorder, args.config, args.deadline, lockstep.camera_topic(counts)
         )
-        frames_in = counts.get(graph.COMPRESSED_CAMERA_TOPIC, 0) + counts.get(
-            graph.CAMERA_TOPIC, 0
+        frames_in = counts.get(graph.bag_topic(graph.COMPRESSED_CAMERA_TOPIC), 0) + counts.get(
+            graph.bag_topic(graph.CAMERA_TOPIC), 0
         )
     sensors = runs.SENSORS.get(variant, runs.SENSORS['fused'])
     metrics, timing, frames = runs.score(

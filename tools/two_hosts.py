@@ -95,7 +95,8 @@ def run_layout(
     compute = 1 if split else 0
     logs = out / ('two_hosts' if split else 'one_host')
     logs.mkdir(parents=True, exist_ok=True)
-    camera = graph.COMPRESSED_CAMERA_TOPIC
+    camera = graph.bag_topic(graph.COMPRESSED_CAMERA_TOPIC)
+    imu, radar = graph.bag_topic(graph.IMU_TOPIC), graph.bag_topic(graph.RADAR_TOPIC)
 
     def remaps(node: Any) -> list[str]:
         return [x for a, b in node.remappings for x in ('-r', f'{a}:={b}')]
@@ -127,8 +128,8 @@ def run_layout(
             node_argv(
                 'replay_node',
                 *('-r', '__node:=replay', '-p', f'bag:={bag}'),
-                *('-p', f'topics:=[/imu/out/imu, /radar/out/objects, {camera}]'),
-                *('-p', f'shm:=[{camera}->/camera/out/image]'),
+                *('-p', f'topics:=[{imu}, {radar}, {camera}]'),
+                *('-p', f'shm:=[{camera}->{graph.CAMERA_TOPIC}]'),
                 *('-p', 'restamp:=true', '-p', 'publish_clock:=false'),
                 *('-p', 'wait_subscribers_s:=60.0', '-p', f'start_topic:={START_TOPIC}'),
             ),

@@ -42,6 +42,7 @@ NODES = {
     'replay_node': 'rt_fusion.nodes.replay_node:main',
     'sim_node': 'rt_fusion.nodes.sim_node:main',
     'calibration_node': 'rt_fusion.nodes.calibration_node:main',
+    'bringup_node': 'rt_fusion.nodes.bringup_node:main',
 }
 TOOLS = {
     'rt_fusion_demo': 'rt_fusion_tools.demo:main',

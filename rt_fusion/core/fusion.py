@@ -29,6 +29,7 @@ The result is plain data (:class:`FusedFrame`); the node turns it into messages.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import math
 from collections.abc import Sequence
@@ -462,6 +463,8 @@ class FusionEngine:
         c, s = math.cos(self.p.radar_yaw), math.sin(self.p.radar_yaw)
         self._radar_rot = (c, s)
         self.radar_speed: float | None = None  # the last scan's stationary consensus [m/s]
+        # Stamped vehicle speeds not yet due: each is applied at the first frame at or after it.
+        self._speeds: collections.deque[tuple[int, float]] = collections.deque(maxlen=256)
         self.decoder: DecoderSpec | None = None
         self._class_ids: list[int] = []
         self._class_lut = np.array([CLASS_UNKNOWN], np.int64)  # _class_ids as an index
@@ -520,9 +523,20 @@ class FusionEngine:
             chosen.class_probability = self.siren
             chosen.sources |= SOURCE_AUDIO
 
-    def set_speed(self, speed_mps: float) -> None:
-        """The vehicle's measured speed (wheel odometry): the ego speed's best source."""
-        self.motion.vehicle_speed(float(speed_mps))
+    def set_speed(self, speed_mps: float, stamp_ns: int | None = None) -> None:
+        """The vehicle's measured speed (wheel odometry): the ego speed's best source. With its
+        measurement time ``stamp_ns`` it is aligned as the other streams are: applied when the
+        ego is advanced to a frame at or after that time, never to an earlier one; without a
+        stamp (an unstamped message) at once."""
+        if stamp_ns is None:
+            self.motion.vehicle_speed(float(speed_mps))
+        else:
+            self._speeds.append((int(stamp_ns), float(speed_mps)))
+
+    def _due_speeds(self, stamp_ns: int) -> None:
+        """The stamped speeds measured up to ``stamp_ns``, in their order, into the ego filter."""
+        while self._speeds and self._speeds[0][0] <= stamp_ns:
+            self.motion.vehicle_speed(self._speeds.popleft()[1])
 
     def add_scan(self, stamp_ns: int, objects: list[RadarObjectIn]) -> npt.NDArray[np.float64]:
         """Keeps a scan's objects by stamp; returns its points for the aligner."""
@@ -533,6 +547,7 @@ class FusionEngine:
         return objects_to_points(objects)
 
     def _advance_ego(self, frame: AlignedFrame) -> None:
+        self._due_speeds(frame.stamp_ns)
         dyaw = yaw_rate = accel_x = None
         if frame.imu is not None:
             dyaw = rotation.yaw(*frame.imu.rotation)

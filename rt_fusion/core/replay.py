@@ -31,6 +31,11 @@ class ReplayParams:
     remap: tuple[str, ...] = param(
         "topic renames, each 'from->to' (the recorded name to the live one)", default=()
     )
+    relative: bool = param(
+        "publish each recorded '/name' as 'name', relative to the node's namespace (a replay in "
+        '/car1 feeds /car1/...); /tf, /tf_static, /clock and /diagnostics stay absolute',
+        default=True,
+    )
     mode: str = param('realtime, lockstep or fast', default='realtime', choices=MODES)
     rate: float = param('realtime: speed factor', default=1.0, low=0.01, high=1000.0)
     ack_topic: str = param('lockstep: std_msgs/UInt64 acknowledgements', default='~/ack')
@@ -108,6 +113,15 @@ class ReplayParams:
         parse_remaps(self.remap)
         parse_remaps(self.shm, 'shm')
         parse_pairs(self.stamp_from)
+
+
+SYSTEM_TOPICS = ('/tf', '/tf_static', '/clock', '/diagnostics', '/rosout', '/parameter_events')
+
+
+def live_name(topic: str, relative: bool) -> str:
+    """The name a recorded topic is published under: relative (the leading '/' dropped) unless
+    it is one of the system-wide :data:`SYSTEM_TOPICS` or ``relative`` is off."""
+    return topic.lstrip('/') if relative and topic not in SYSTEM_TOPICS else topic
 
 
 def parse_remaps(remaps: tuple[str, ...], name: str = 'remap') -> dict[str, str]:

@@ -4,8 +4,9 @@ fused objects and ego odometry out.
 Inputs: ``~/in/camera`` (a ShmPublisher stream, frames read in place from the ring; with
 ``camera_fast_path`` from its futex), ``~/in/imu`` (sensor_msgs/Imu), ``~/in/radar``
 (rt_fusion_msgs/RadarObjects, or radar_msgs/RadarTracks: ``radar_type``), ``~/in/speed``
-(std_msgs/Float64, the vehicle speed) and ``~/in/audio`` (AudioChunk: the hearing model runs on
-it in a thread of its own, :mod:`rt_fusion.ros.hearing_input`, out on ``~/out/audio_events``).
+(geometry_msgs/TwistStamped, the vehicle speed; ``speed_type``) and ``~/in/audio`` (AudioChunk:
+the hearing model runs on it in a thread of its own, :mod:`rt_fusion.ros.hearing_input`, out on
+``~/out/audio_events``). Their QoS: :mod:`rt_fusion.ros.fusion.inputs`.
 
 Per camera frame (:class:`rt_fusion.core.sync.Aligner` waits at most ``sync.max_wait_s`` for the
 modalities in ``sync.wait_for``, then goes on and says which were missing) the network runs on
@@ -32,9 +33,9 @@ import threading
 import time
 from typing import Any, ClassVar
 
-from radar_msgs.msg import RadarTracks
+from geometry_msgs.msg import TwistStamped
 from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
-from rt_fusion_msgs.msg import AudioChunk, Lineage, ObjectArray, RadarObjects
+from rt_fusion_msgs.msg import Lineage, ObjectArray, RadarObjects
 from sensor_msgs.msg import Imu
 from std_msgs.msg import Float64, UInt64
 
@@ -43,17 +44,17 @@ from rt_fusion.core.errors import ParameterError
 from rt_fusion.core.fusion import FusionEngine
 from rt_fusion.core.perception import tracker
 from rt_fusion.core.sync import AlignedFrame, Aligner
-from rt_fusion.inference.hearing import load_hearing_model
 from rt_fusion.inference.runner import FrameRunner
 from rt_fusion.inference.spec import ModelError
-from rt_fusion.ros import lifecycle, parameters, radar_tracks, running, share
+from rt_fusion.ros import lifecycle, parameters, radar_tracks, running
 from rt_fusion.ros.conversions import time_to_ns
 from rt_fusion.ros.diagnostics import Level, NodeDiagnostics
-from rt_fusion.ros.fusion import messages
+from rt_fusion.ros.fusion import inputs, messages
 from rt_fusion.ros.fusion.params import LIVE, PARAM_GROUPS, FusionNodeParams
 from rt_fusion.ros.fusion.rig import CameraRig, ExtraCamera, extra_cameras
 from rt_fusion.ros.fusion.worker import PREFAULT_IDLE_S, FrameWorker, Processed, make_runner
 from rt_fusion.ros.hearing_input import HearingInput
+from rt_fusion.ros.qos import OVERRIDABLE
 from rt_fusion.ros.shm_transport import ShmSubscription
 
 
@@ -122,7 +123,9 @@ class FusionNode(lifecycle.DeviceNode):
         reliable = QoSProfile(
             depth=1000 if p.ack_topic else 10, reliability=ReliabilityPolicy.RELIABLE
         )
-        self.obj_pub = self.create_lifecycle_publisher(ObjectArray, '~/out/objects', reliable)
+        self.obj_pub = self.create_lifecycle_publisher(
+            ObjectArray, '~/out/objects', reliable, qos_overriding_options=OVERRIDABLE
+        )
         odom_qos = reliable if p.ack_topic else qos_profile_sensor_data
         self.pose = messages.PoseOut(self, odom_qos, p.odom_frame, p.base_frame, p.publish_tf)
         self.views = messages.ViewsOut(self, reliable, p.base_frame)  # RViz, Foxglove
@@ -130,7 +133,7 @@ class FusionNode(lifecycle.DeviceNode):
         self.acks = 0
         ack_qos = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
         self.ack_pub = self.create_publisher(UInt64, p.ack_topic, ack_qos) if p.ack_topic else None
-        self._subscribe_inputs(p, hearing)
+        self.hearing = inputs.subscribe(self, p, hearing)
         self.diag_timer = self.create_timer(p.diagnostics_period_s, self._publish_diagnostics)
         self.rt_params = rt
         with parameters.param_prefix('rt.'):
@@ -169,44 +172,6 @@ class FusionNode(lifecycle.DeviceNode):
     def _set_tracker(self, new: tracker.TrackerParams) -> None:
         with self._cond:  # between two frames
             self.engine.tracker.set_params(new)
-
-    def _subscribe_inputs(self, p: FusionNodeParams, hearing: Any) -> None:
-        reliable = ReliabilityPolicy.RELIABLE
-        # Best effort matches any IMU driver; lock-step replays lose nothing (reliable).
-        imu = ReliabilityPolicy.RELIABLE if p.ack_topic else ReliabilityPolicy.BEST_EFFORT
-        self.create_subscription(
-            Imu, '~/in/imu', self._on_imu, QoSProfile(depth=200, reliability=imu)
-        )
-        radar = RadarTracks if p.radar_type == 'tracks' else RadarObjects
-        self.create_subscription(radar, '~/in/radar', self._on_radar, qos_profile_sensor_data)
-        # Lock-step replays must lose no speed message: a lost one is never acknowledged and the
-        # replay stalls for its ack timeout (and the outputs depend on the timing).
-        speed_qos = QoSProfile(depth=50, reliability=reliable)
-        self.create_subscription(
-            Float64,
-            '~/in/speed',
-            self._on_speed,
-            speed_qos if p.ack_topic else qos_profile_sensor_data,
-        )
-        if p.hearing_model:
-            spec_path = share.resolve_share(p.hearing_model)
-            try:
-                model = load_hearing_model(spec_path)
-            except ModelError as err:
-                raise ParameterError('hearing_model', str(spec_path), str(err)) from err
-            self.hearing = HearingInput(
-                self, model, hearing, ack=self._ack, topic='~/in/audio',
-                events_topic='~/out/audio_events',
-            )  # fmt: skip
-        elif p.ack_topic:
-            # No hearing: the blocks are taken in unused and acknowledged (a lock-step replay of
-            # a bag with a microphone waits for every message it sends).
-            self.create_subscription(
-                AudioChunk,
-                '~/in/audio',
-                lambda _msg: self._ack(),
-                QoSProfile(depth=64, reliability=reliable),
-            )
 
     def activate(self) -> None:
         """Starts the worker (and the camera fast path)."""
@@ -319,12 +284,17 @@ class FusionNode(lifecycle.DeviceNode):
             self._cond.notify()
         self._ack()
 
-    def _on_speed(self, msg: Float64) -> None:
-        if not math.isfinite(msg.data) or msg.data < -1.0:
+    def _on_speed(self, msg: TwistStamped | Float64) -> None:
+        stamped = isinstance(msg, TwistStamped)
+        v = msg.twist.linear.x if stamped else msg.data
+        if not math.isfinite(v) or v < -1.0:
             self._reject('speed_invalid')
             return
+        stamp = time_to_ns(msg.header.stamp) if stamped else None
+        if stamp is not None and not self._in_order('speed', stamp):
+            return
         with self._cond:
-            self.engine.set_speed(msg.data)
+            self.engine.set_speed(v, stamp)
         self._ack()
 
     # -- the worker ------------------------------------------------------------------------------

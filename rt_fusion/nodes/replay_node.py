@@ -1,6 +1,7 @@
 """replay_node: a rosbag2 (MCAP or sqlite3, read with ``rosbags``) published into the live graph.
 
-Every selected topic is published under its recorded name (or its ``remap`` target) with the
+Every selected topic is published under its recorded name, relative to the node's namespace
+(``relative``; or its ``remap`` target) with the
 stored CDR bytes, so stamps and values arrive exactly as recorded; ``/clock`` carries the recorded
 time for nodes with ``use_sim_time``. Pacing (:mod:`rt_fusion.core.replay`): ``realtime`` (with
 ``rate``), ``lockstep`` (the next message waits for an acknowledgement on ``ack_topic``, a
@@ -41,7 +42,14 @@ from std_msgs.msg import UInt64
 from rt_fusion.core.bag import BagError, image_to_array, iter_messages, open_reader
 from rt_fusion.core.bag_integrity import IntegrityError, verify
 from rt_fusion.core.errors import ParameterError
-from rt_fusion.core.replay import Pacer, ReplayParams, Restamper, parse_pairs, parse_remaps
+from rt_fusion.core.replay import (
+    Pacer,
+    ReplayParams,
+    Restamper,
+    live_name,
+    parse_pairs,
+    parse_remaps,
+)
 from rt_fusion.core.shm import ShmRingWriter
 from rt_fusion.ros import compat, graph, lifecycle, parameters, radar_tracks, running, waiting
 from rt_fusion.ros.conversions import descriptor_to_msg, message_class, ns_to_time, time_to_ns
@@ -161,7 +169,9 @@ class ReplayNode(lifecycle.DeviceNode):
         for topic in topics:
             if topic not in self.shm_map:
                 cls = radar_tracks.RadarTracks if topic in self.as_tracks else self.classes[topic]
-                self.pubs[topic] = self.create_publisher(cls, remaps.get(topic, topic), qos)
+                self.pubs[topic] = self.create_publisher(
+                    cls, remaps.get(topic, live_name(topic, p.relative)), qos
+                )
         self.topics = [t for t in topics if t not in self.shm_map] + list(self.shm_map)
         self.clock_pub = (
             self.create_publisher(Clock, graph.CLOCK_TOPIC, 10) if p.publish_clock else None

@@ -51,7 +51,7 @@ CAMERA = graph.CAMERA_TOPIC
 TYPES = {
     graph.RADAR_TOPIC: 'rt_fusion_msgs/msg/RadarObjects',
     graph.IMU_TOPIC: 'sensor_msgs/msg/Imu',
-    graph.SPEED_TOPIC: 'std_msgs/msg/Float64',
+    graph.SPEED_TOPIC: 'geometry_msgs/msg/TwistStamped',
     graph.AUDIO_TOPIC: 'rt_fusion_msgs/msg/AudioChunk',
 }
 
@@ -167,7 +167,10 @@ class SimNode(lifecycle.DeviceNode):
         for name, typename in TYPES.items():
             if name == graph.AUDIO_TOPIC and not p.audio:
                 continue
-            self.pubs[name] = self.create_publisher(message_class(typename), name, reliable)
+            # Keyed by the generator's (root-namespace) name, published relative to this node.
+            self.pubs[graph.bag_topic(name)] = self.create_publisher(
+                message_class(typename), name, reliable
+            )
         self.shm = ShmPublisher(
             self,
             CAMERA,
@@ -318,7 +321,7 @@ class SimNode(lifecycle.DeviceNode):
         for _log, _tie, topic, typename, msg in heapq.merge(*streams, key=lambda i: i[:2]):
             if self._stop.is_set():
                 return
-            if topic == CAMERA:
+            if topic == graph.bag_topic(CAMERA):
                 ws = self.shm.acquire((self.cam.height, self.cam.width, 3), np.uint8, 'bgr8')
                 np.copyto(ws.array, np.asarray(msg.data).reshape(ws.array.shape))
                 self._acked.clear()

@@ -51,6 +51,7 @@ from rt_fusion.core.planning.reference import PathError, ReferencePath
 from rt_fusion.ros import lifecycle, parameters, running
 from rt_fusion.ros.conversions import ns_to_time, quaternion_yaw, time_to_ns
 from rt_fusion.ros.diagnostics import Level, NodeDiagnostics
+from rt_fusion.ros.qos import OVERRIDABLE
 
 
 @dataclasses.dataclass(frozen=True)
@@ -145,7 +146,10 @@ class TrajectoryNode(lifecycle.DeviceNode):
         frenet.COMPILED.defer()
         self.planner = frenet.FrenetPlanner(path, self.planner_params)
         reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
-        self.traj_pub = self.create_lifecycle_publisher(Trajectory, '~/out/trajectory', reliable)
+        over = {'qos_overriding_options': OVERRIDABLE}
+        self.traj_pub = self.create_lifecycle_publisher(
+            Trajectory, '~/out/trajectory', reliable, **over
+        )
         self.path_pub = self.create_lifecycle_publisher(Path, '~/out/path', reliable)
         self.diag = NodeDiagnostics(self, 'planner')
         # clock 'stamps' (lock-step replays): every object list and pose counts, none may be
@@ -157,9 +161,10 @@ class TrajectoryNode(lifecycle.DeviceNode):
             '~/in/odometry',
             self._on_odom,
             lossless if stamps else qos_profile_sensor_data,
+            **over,
         )
         self.create_subscription(
-            ObjectArray, '~/in/objects', self._on_objects, lossless if stamps else reliable
+            ObjectArray, '~/in/objects', self._on_objects, lossless if stamps else reliable, **over
         )
         self.create_subscription(
             RadarObjects, '~/in/radar_objects', self._on_radar, qos_profile_sensor_data

@@ -73,14 +73,19 @@ class GraphNode:
     sensor: bool = False
 
 
-CAMERA_TOPIC = '/camera/out/image'
-RADAR_TOPIC = '/radar/out/objects'
-IMU_TOPIC = '/imu/out/imu'
-SPEED_TOPIC = '/vehicle/speed'  # the vehicle's wheel speed (std_msgs/Float64, from its CAN bus)
-AUDIO_TOPIC = '/microphone/out/audio'
-OBJECTS_TOPIC = '/fusion/out/objects'
-ODOMETRY_TOPIC = '/fusion/out/odometry'
-TRAJECTORY_TOPIC = '/planner/out/trajectory'
+# The graph's topics are relative: a node in namespace /car1 (``namespace:=car1`` on the launch
+# files) reads and writes /car1/camera/out/image, so two graphs share a machine. Only the
+# system-wide ones are absolute: /tf, /tf_static, /diagnostics and /clock (as in every ROS stack).
+# A bag recorded in the root namespace holds them as ``/`` + name (:func:`bag_topic`).
+CAMERA_TOPIC = 'camera/out/image'
+RADAR_TOPIC = 'radar/out/objects'
+IMU_TOPIC = 'imu/out/imu'
+# The vehicle's wheel speed (geometry_msgs/TwistStamped, from its CAN bus; std_msgs/Float64 too).
+SPEED_TOPIC = 'vehicle/speed'
+AUDIO_TOPIC = 'microphone/out/audio'
+OBJECTS_TOPIC = 'fusion/out/objects'
+ODOMETRY_TOPIC = 'fusion/out/odometry'
+TRAJECTORY_TOPIC = 'planner/out/trajectory'
 # A bag's camera: the generator's JPEG frames, or raw images a recorder wrote.
 COMPRESSED_CAMERA_TOPIC = f'{CAMERA_TOPIC}/compressed'
 SHM_SUFFIX = '/shm'  # a shared-memory publisher's descriptors: ``<topic>/shm`` (ShmFrame)
@@ -89,7 +94,7 @@ CLOCK_TOPIC = '/clock'  # rosgraph_msgs/Clock (use_sim_time)
 TF_TOPIC = '/tf'  # tf2_msgs/TFMessage: odom -> base_link, from the fusion's odometry
 TF_STATIC_TOPIC = '/tf_static'  # tf2_msgs/TFMessage, latched: base_link -> every sensor frame
 # Lock-step runs: the fusion node acknowledges each input it took in (std_msgs/UInt64).
-ACK_TOPIC = '/fusion/ack'
+ACK_TOPIC = 'fusion/ack'
 
 FUSION = GraphNode(
     'fusion',
@@ -104,7 +109,7 @@ FUSION = GraphNode(
 )
 # The route to follow (nav_msgs/Path in the odom frame), from a route planner or a map; the
 # closed-loop simulator publishes the scenario's lane.
-ROUTE_TOPIC = '/route/path'
+ROUTE_TOPIC = 'route/path'
 PLANNER = GraphNode(
     'planner',
     'trajectory_node',
@@ -127,18 +132,28 @@ CALIBRATION = GraphNode('calibration', 'calibration_node')
 # It publishes where the sensor nodes and a route planner would (CAMERA_TOPIC, ..., ROUTE_TOPIC).
 SIM = GraphNode('sim', 'sim_node', (('~/in/trajectory', TRAJECTORY_TOPIC),))
 
+# Brings the others up in order and names the one that fails (rt_fusion/ros/bringup.py).
+BRINGUP = GraphNode('bringup', 'bringup_node')
+
 VEHICLE = (*SENSORS, FUSION, PLANNER, CALIBRATION)
 REPLAYED = (REPLAY, FUSION, PLANNER, CALIBRATION)
 CLOSED_LOOP = (SIM, FUSION, PLANNER, CALIBRATION)
 # Every node name a parameter file of this package may have a section for (fusion_rclpy: the
 # conventional-graph fusion the demo measures beside ours).
-KNOWN_SECTIONS = (*(n.name for n in (*VEHICLE, REPLAY, SIM)), 'fusion_rclpy')
+KNOWN_SECTIONS = (*(n.name for n in (*VEHICLE, REPLAY, SIM, BRINGUP)), 'fusion_rclpy')
+#: What a node brought up by the bring-up node is given: it waits to be configured.
+MANAGED = {'autostart': False}
 
 
 def camera_topic(name: str) -> str:
     """The live topic (ShmPublisher base) of a rig camera: CAMERA_TOPIC for the front one,
-    ``/camera_<name>/out/image`` for the others (fusion_node's ``cameras``)."""
-    return CAMERA_TOPIC if name == 'front' else f'/camera_{name}/out/image'
+    ``camera_<name>/out/image`` for the others (fusion_node's ``cameras``)."""
+    return CAMERA_TOPIC if name == 'front' else f'camera_{name}/out/image'
+
+
+def bag_topic(topic: str) -> str:
+    """A graph topic as a bag recorded in the root namespace names it (``/`` + the name)."""
+    return topic if topic.startswith('/') else '/' + topic
 
 
 def rig_topic(front: str, name: str) -> str:
@@ -148,7 +163,7 @@ def rig_topic(front: str, name: str) -> str:
     Raises:
         ValueError: ``front`` is not under ``/camera/``.
     """
-    prefix = CAMERA_TOPIC.rsplit('/out/', 1)[0] + '/'
+    prefix = bag_topic(CAMERA_TOPIC).rsplit('/out/', 1)[0] + '/'
     if not front.startswith(prefix):
         raise ValueError(f'camera_topic {front}: extra cameras need it under {prefix}')
     return front.replace(prefix, f'{prefix[:-1]}_{name}/', 1)
@@ -156,8 +171,8 @@ def rig_topic(front: str, name: str) -> str:
 
 def start_topic(tool: str) -> str:
     """The latched topic on which a tool's recorder tells a replay or simulator to start
-    (std_msgs/UInt64, the run's number): ``/<tool>/start``."""
-    return f'/{tool}/start'
+    (std_msgs/UInt64, the run's number): ``<tool>/start``, in the graph's namespace."""
+    return f'{tool}/start'
 
 
 def fusion_cameras(sections: dict[str, Any]) -> tuple[str, ...]:
@@ -185,6 +200,52 @@ def check_config(path: str | Path, nodes: Iterable[GraphNode] | None = None) -> 
     return params_file.check_sections_known(path, names)
 
 
+def check_namespace(namespace: str) -> str:
+    """``namespace`` as an absolute ROS namespace ('' for none).
+
+    Raises:
+        ValueError: not a valid namespace (the reason, as rclpy gives it).
+    """
+    from rclpy.exceptions import InvalidNamespaceException  # noqa: PLC0415
+    from rclpy.validate_namespace import validate_namespace  # noqa: PLC0415
+
+    name = namespace.strip().strip('/')
+    if not name:
+        return ''
+    try:
+        validate_namespace('/' + name)
+    except InvalidNamespaceException as err:
+        raise ValueError(
+            f'launch argument namespace: {namespace!r} is not a namespace: {err}'
+        ) from err
+    return '/' + name
+
+
+def declare_namespace() -> Any:
+    """The launch argument ``namespace``: the whole graph (topics, services, shared-memory rings)
+    under it."""
+    from launch.actions import DeclareLaunchArgument  # noqa: PLC0415
+
+    return DeclareLaunchArgument(
+        'namespace',
+        default_value='',
+        description='put every node, topic and shared-memory ring under this namespace '
+        '(car1: /car1/fusion/out/objects); /tf, /tf_static and /diagnostics stay global',
+    )
+
+
+def in_namespace(context: Any, actions: list[Any]) -> list[Any]:
+    """``actions`` under the launch argument ``namespace`` (as they are when it is empty)."""
+    from launch.actions import GroupAction  # noqa: PLC0415
+    from launch.substitutions import LaunchConfiguration  # noqa: PLC0415
+    from launch_ros.actions import PushRosNamespace  # noqa: PLC0415
+
+    namespace = check_namespace(LaunchConfiguration('namespace').perform(context))
+    if not namespace:
+        return actions
+    return [GroupAction([PushRosNamespace(namespace), *actions])]
+
+
 def launch_node(node: GraphNode, parameters: list[Any], **kwargs: Any) -> Any:
     """A launch_ros ``Node`` action for ``node`` (imported here: the core stays launch-free)."""
     from launch_ros.actions import Node  # noqa: PLC0415
@@ -199,3 +260,49 @@ def launch_node(node: GraphNode, parameters: list[Any], **kwargs: Any) -> Any:
         emulate_tty=True,
         **kwargs,
     )
+
+
+class GraphFailedError(RuntimeError):
+    """A node of a launched graph failed: launch ends the whole graph with status 1."""
+
+
+def brought_up(
+    nodes: dict[str, Any],
+    *,
+    order: Iterable[str],
+    optional: Iterable[str] = (),
+    drive: bool = True,
+    timeout_s: float = 120.0,
+    respawn: bool = False,
+) -> list[Any]:
+    """The launch actions of ``nodes`` (name → its ``Node`` action, given :data:`MANAGED` when
+    ``drive``) with the bring-up node, which configures all of ``order``, then activates all,
+    and whose exit with a failure ends the launch. Without ``respawn``, a node that exits with
+    an error ends the launch too, naming it (not a graph half up that waits for it)."""
+    from launch.actions import RegisterEventHandler  # noqa: PLC0415
+    from launch.event_handlers import OnProcessExit  # noqa: PLC0415
+
+    params: dict[str, Any] = {'nodes': list(order), 'drive': drive, 'timeout_s': timeout_s}
+    if list(optional):  # launch cannot pass an empty list (no type to give it)
+        params['optional'] = list(optional)
+    bringup = launch_node(BRINGUP, [params])
+    actions: list[Any] = [*nodes.values(), bringup]
+
+    def ended(name: str) -> Any:
+        def on_exit(event: Any, context: Any) -> None:
+            code = event.returncode
+            if code == 0 or context.is_shutdown or (respawn and name != BRINGUP.name):
+                return
+            # Raised, launch stops every node and exits with status 1 (a Shutdown action
+            # would end it with 0, as if all went well).
+            if name == BRINGUP.name:
+                raise GraphFailedError('the bring-up failed: its line above names the node')
+            raise GraphFailedError(f'{name} exited with status {code}: stopping the graph')
+
+        return on_exit
+
+    for name, action in [*nodes.items(), (BRINGUP.name, bringup)]:
+        actions.append(
+            RegisterEventHandler(OnProcessExit(target_action=action, on_exit=ended(name)))
+        )
+    return actions

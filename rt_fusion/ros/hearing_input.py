@@ -38,6 +38,7 @@ from rt_fusion.core.perception import hearing as hr
 from rt_fusion.core.shm import Overrun, ShmError, ShmRingReader
 from rt_fusion.inference.hearing import HearingModel, onnx_classifier
 from rt_fusion.ros.conversions import msg_to_descriptor, ns_to_time, time_to_ns
+from rt_fusion.ros.qos import OVERRIDABLE
 
 EVENTS_QOS = QoSProfile(
     depth=50, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
@@ -66,6 +67,7 @@ class HearingInput:
         ack: Callable[[], None] | None = None,
         topic: str = '~/in/audio',
         events_topic: str = '~/out/audio_events',
+        lossless: bool = False,
     ) -> None:
         self.node = node
         self._ack = ack or (lambda: None)
@@ -96,7 +98,14 @@ class HearingInput:
             AudioChunk,
             topic,
             self._on_chunk,
-            QoSProfile(depth=64, reliability=ReliabilityPolicy.RELIABLE),
+            # Best effort matches any microphone driver; lock-step replays lose nothing.
+            QoSProfile(
+                depth=64,
+                reliability=ReliabilityPolicy.RELIABLE
+                if lossless
+                else ReliabilityPolicy.BEST_EFFORT,
+            ),
+            qos_overriding_options=OVERRIDABLE,
         )
         self._thread = threading.Thread(target=self._work, name='hearing', daemon=True)
         self._thread.start()

@@ -23,7 +23,7 @@ from rclpy.timer import Timer
 
 from rt_fusion.core import linux, params
 from rt_fusion.core.errors import RtFusionError
-from rt_fusion.ros import compat
+from rt_fusion.ros import compat, qos
 from rt_fusion.ros.parameters import reject_unknown_params
 
 T = TypeVar('T')
@@ -230,6 +230,7 @@ class DeviceNode(LifecycleNode):
     def _configure_checked(self) -> None:
         self._owning = True
         try:
+            qos.check_overrides({k: v.value for k, v in self._parameter_overrides.items()})
             self.configure()
         finally:
             self._owning = False

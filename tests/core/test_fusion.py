@@ -70,6 +70,20 @@ def test_measured_vehicle_speed_drives_the_estimate() -> None:
     assert frames[-1].ego.speed_source == 'vehicle'
 
 
+def test_a_stamped_vehicle_speed_waits_for_the_frames_of_its_time() -> None:
+    """A TwistStamped speed is aligned by its stamp: the frames before it do not see it, the
+    first frame at or after it does (an unstamped one applies at once, as it arrives)."""
+    engine = FusionEngine(FusionParams())
+    engine.set_speed(20.0, T0 + 500 * MS)  # measured half a second in
+    frames = _drive(engine, 1.0, 0.0)
+    before = [f for f in frames if f.ego.stamp_ns < T0 + 500 * MS]
+    after = [f for f in frames if f.ego.stamp_ns >= T0 + 500 * MS]
+    assert before and after
+    assert all(f.ego.speed_source != 'vehicle' for f in before)
+    assert after[0].ego.speed_source == 'vehicle'
+    assert after[-1].ego.v == pytest.approx(20.0, abs=0.5)
+
+
 def _one_frame(
     engine: FusionEngine,
     objects: list[RadarObjectIn],

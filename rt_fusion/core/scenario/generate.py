@@ -5,8 +5,8 @@ JPEG; or ``/camera/out/image`` sensor_msgs/Image bgr8 with ``raw_images``),
 ``/camera/out/camera_info``, ``/radar/out/objects`` (rt_fusion_msgs/RadarObjects, ~13.6 Hz),
 ``/imu/out/imu`` (200 Hz), ``/microphone/out/audio`` (rt_fusion_msgs/AudioChunk, 1024 samples
 inline at 48 kHz), ``/scenario/imu/device_time`` (std_msgs/Header: the IMU's own clock for each
-sample, 40 ppm fast, for clock-mapping tests), ``/vehicle/speed`` (std_msgs/Float64, 50 Hz:
-the wheel speed from the vehicle's CAN bus, 0.5 % scale error, 3 cm/s noise), and the truth:
+sample, 40 ppm fast, for clock-mapping tests), ``/vehicle/speed`` (geometry_msgs/TwistStamped,
+50 Hz: the wheel speed from the vehicle's CAN bus, 0.5 % scale error, 3 cm/s noise), and the truth:
 ``/scenario/truth/objects`` (rt_fusion_msgs/ObjectArray in base_link at the camera times) and
 ``/scenario/truth/odometry`` (nav_msgs/Odometry, 50 Hz).
 
@@ -67,6 +67,7 @@ Item = tuple[int, int, str, str, Any]  # log_ns, tie-break, topic, type, message
 RADAR_TOPIC = '/radar/out/objects'
 IMU_TOPIC = '/imu/out/imu'
 SPEED_TOPIC = '/vehicle/speed'
+SPEED_TYPE = 'geometry_msgs/msg/TwistStamped'
 AUDIO_TOPIC = '/microphone/out/audio'
 CAMERA_BASE = '/camera'  # + /out/image/compressed (or /out/image: raw)
 IMU_DEVICE_TOPIC = '/scenario/imu/device_time'
@@ -283,16 +284,19 @@ SPEED_NOISE_MPS = 0.03
 
 
 def _speed(ts: Any, world: World, seed: int) -> Iterator[Item]:
-    """The vehicle speed from its CAN bus (wheel odometry): std_msgs/Float64 at 50 Hz, with a
-    small scale error and noise, 5 ms after the measurement (the message has no stamp)."""
+    """The vehicle speed from its CAN bus (wheel odometry): geometry_msgs/TwistStamped at 50 Hz
+    (``twist.linear.x`` in ``base_link``, stamped with the measurement's time), with a small
+    scale error and noise, 5 ms after the measurement."""
     rng = np.random.default_rng([seed, 5])
     for k in range(int(world.seconds * SPEED_HZ)):
         t = k / SPEED_HZ
         st = world.ego.at(t)
         v = math.hypot(st['vx'], st['vy'])
         v = v * (1.0 + SPEED_SCALE_ERROR) + rng.normal(0.0, SPEED_NOISE_MPS) if v > 0.0 else 0.0
-        msg = make(ts, 'std_msgs/msg/Float64', data=float(v))
-        yield _ns(t) + DELAY_NS['speed'], 0, SPEED_TOPIC, 'std_msgs/msg/Float64', msg
+        linear = make(ts, 'geometry_msgs/msg/Vector3', x=float(v), y=0.0, z=0.0)
+        twist = make(ts, 'geometry_msgs/msg/Twist', linear=linear)
+        msg = make(ts, SPEED_TYPE, header=header(ts, _ns(t), 'base_link'), twist=twist)
+        yield _ns(t) + DELAY_NS['speed'], 0, SPEED_TOPIC, SPEED_TYPE, msg
 
 
 def _audio(

@@ -16,6 +16,7 @@ from tf2_msgs.msg import TFMessage
 from rt_fusion.core.fusion import EgoState, FusedFrame, RadarObjectIn
 from rt_fusion.ros import graph
 from rt_fusion.ros.conversions import ns_to_time
+from rt_fusion.ros.qos import OVERRIDABLE
 
 
 def objects_msg(fused: FusedFrame, frame_id: str, inputs_complete_ns: int) -> ObjectArray:
@@ -95,7 +96,9 @@ class PoseOut:
     ) -> None:
         self.odom = Odometry()
         self.frames = (odom_frame, base_frame)
-        self.odom_pub = node.create_lifecycle_publisher(Odometry, '~/out/odometry', odom_qos)
+        self.odom_pub = node.create_lifecycle_publisher(
+            Odometry, '~/out/odometry', odom_qos, qos_overriding_options=OVERRIDABLE
+        )
         self.tf = TFMessage(transforms=[TransformStamped()])
         tf_qos = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
         self.tf_pub = (

@@ -94,6 +94,13 @@ class FusionNodeParams:
         default='objects',
         choices=('objects', 'tracks'),
     )
+    speed_type: str = param(
+        "~/in/speed's type: twist (geometry_msgs/TwistStamped, twist.linear.x; its stamp aligns "
+        'it with the frames) or float64 (std_msgs/Float64 without a stamp, applied as it '
+        'arrives: older bags and gateways)',
+        default='twist',
+        choices=('twist', 'float64'),
+    )
     radar_input: bool = param(
         'fuse the radar (false: its scans are received and ignored, the camera-only ablation; '
         'leave radar out of sync.wait_for then)',

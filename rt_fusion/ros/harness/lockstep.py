@@ -92,7 +92,7 @@ def bag_counts(bag: Path) -> dict[str, int]:
 
 def camera_topic(counts: dict[str, int]) -> str:
     """The bag's camera topic: the generator's JPEG one, or raw images a recorder wrote."""
-    for topic in (graph.COMPRESSED_CAMERA_TOPIC, graph.CAMERA_TOPIC):
+    for topic in map(graph.bag_topic, (graph.COMPRESSED_CAMERA_TOPIC, graph.CAMERA_TOPIC)):
         if counts.get(topic):
             return topic
     raise GraphRunError(f'the bag has no camera topic (it has {sorted(counts)})')

@@ -46,10 +46,13 @@ class Recorder:
         expected_frames: int = 0,
         arrivals: Mapping[str, tuple[str, str]] | None = None,
         depth: int = 1000,
+        namespace: str = '',
     ) -> None:
         """``outputs``: record the object lists and trajectories (False: only what else is
         asked); ``expected_frames``: the frames the front camera is known to commit (a camera node
-        stopping after ``count``; 0: not known); ``arrivals``: name → (topic, type name)."""
+        stopping after ``count``; 0: not known); ``arrivals``: name → (topic, type name);
+        ``namespace``: the graph's (``namespace:=`` of the launch files), whose topics and
+        diagnostics alone are followed."""
         import rclpy  # noqa: PLC0415
         from diagnostic_msgs.msg import DiagnosticArray  # noqa: PLC0415
         from nav_msgs.msg import Odometry  # noqa: PLC0415
@@ -67,7 +70,9 @@ class Recorder:
 
         self.context = Context()
         rclpy.init(context=self.context)
-        self.node = rclpy.create_node(name, context=self.context)
+        self.node = rclpy.create_node(name, namespace=namespace or None, context=self.context)
+        # '/car1' (or ''): the diagnostics of this graph's nodes are named '/car1/<node>: ...'
+        self.namespace = self.node.get_namespace().rstrip('/')
         self.lock = threading.Lock()
         self.cameras = cameras
         self.expected_frames = expected_frames
@@ -218,12 +223,16 @@ class Recorder:
     def _on_diagnostics(self, m: Any) -> None:
         for status, values in diagnostics.statuses(m, 'camera'):
             # '/camera: camera' or '/camera_left: camera': the frames each camera committed.
-            node = status.name.split(':', 1)[0].rsplit('/', 1)[-1]
+            space, node = status.name.split(':', 1)[0].rsplit('/', 1)
+            if space != self.namespace:
+                continue  # another graph's (two namespaced graphs share /diagnostics)
             if node == 'camera' or node.startswith('camera_'):
                 camera = node.removeprefix('camera').removeprefix('_') or 'front'
                 if values.get('frames', '').isdigit():
                     self.camera_frames[camera] = int(values['frames'])
-        for _status, values in diagnostics.statuses(m, 'fusion'):
+        for status, values in diagnostics.statuses(m, 'fusion'):
+            if status.name.split(':', 1)[0].rsplit('/', 1)[0] != self.namespace:
+                continue
             self.fusion_status = values
             self.ledger = {k: int(v) for k, v in values.items() if k.startswith('frames_')}
             for name in self.cameras[1:]:  # 'delivered 12, used 11, ...'
