@@ -140,8 +140,12 @@ def generate_launch_description() -> LaunchDescription:
         sim_time = LaunchConfiguration('use_sim_time').perform(context).lower() == 'true'
         clock = {'use_sim_time': sim_time, **graph.MANAGED}
         replay = {'publish_clock': True, 'restamp': False} if sim_time else {}
-        fusion = {'radar_type': radar_type, 'speed_type': 'float64' if old else 'twist'}
         calibration = {'calibration': LaunchConfiguration('calibration')}
+        fusion = {
+            'radar_type': radar_type,
+            'speed_type': 'float64' if old else 'twist',
+            **calibration,  # the mountings: the same file as /tf_static's
+        }
         nodes = {
             graph.CALIBRATION.name: graph.launch_node(graph.CALIBRATION, [calibration, clock]),
             graph.FUSION.name: graph.launch_node(

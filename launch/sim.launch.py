@@ -90,7 +90,7 @@ def generate_launch_description() -> LaunchDescription:
         nodes = {
             graph.CALIBRATION.name: graph.launch_node(graph.CALIBRATION, [calibration, managed]),
             graph.FUSION.name: graph.launch_node(
-                graph.FUSION, [config, closed['fusion'], managed]
+                graph.FUSION, [config, closed['fusion'], calibration, managed]
             ),
             graph.PLANNER.name: graph.launch_node(
                 graph.PLANNER, [config, closed['planner'], managed]

@@ -134,8 +134,8 @@ def test_the_description_builds_where_launch_ros_exists() -> None:
     module = _vehicle_launch()
     description = module.generate_launch_description()
     # config, overrides, emulate, data, log_level, respawn, respawn_delay, warm_restart,
-    # standby, dds_profile, one switch per node, and the graph.
-    assert len(description.entities) == 10 + len(_graph()) + 1
+    # standby, dds_profile, optional, namespace, one switch per node, and the graph.
+    assert len(description.entities) == 12 + len(_graph()) + 1
 
 
 @pytest.mark.parametrize('text', ['soon', '-1', 'nan'])
@@ -256,6 +256,10 @@ def test_ros2_launch_replays_a_generated_bag_into_objects_and_trajectories(
         '/fusion/out/markers', 'visualization_msgs/msg/MarkerArray', '--count', '5',
         '--timeout', '180',
     )  # fmt: skip
+    plan_markers = procs.echo(
+        '/planner/out/markers', 'visualization_msgs/msg/MarkerArray', '--count', '3',
+        '--timeout', '180',
+    )  # fmt: skip
     # ... and recorded into an MCAP a user replays or reads without ROS (rosbags).
     rec = procs.tool(
         'record.py', '--out', str(tmp_path / 'views'), '--count', '10',
@@ -303,6 +307,9 @@ def test_ros2_launch_replays_a_generated_bag_into_objects_and_trajectories(
     boxes, _ = markers.messages(deadline_s=200)
     kinds = {m['ns'] for b in boxes for m in b['markers']}
     assert kinds == {'box', 'label', 'velocity'}, kinds
+    plans_drawn, _ = plan_markers.messages(deadline_s=200)
+    lines = [m for b in plans_drawn for m in b['markers']]
+    assert {m['ns'] for m in lines} == {'plan'} and all(len(m['points']) > 2 for m in lines)
     poses, got_tf = tf.messages(deadline_s=200)
     assert got_tf['received'] >= 20
     odom = [t for msg in poses for t in msg['transforms']]
@@ -316,6 +323,42 @@ def test_ros2_launch_replays_a_generated_bag_into_objects_and_trajectories(
     assert launch.popen.returncode == 0, '\n'.join(
         ['still running at the deadline:', *launch.leftover, *launch.stderr[-30:]]
     )
+
+
+@pytest.mark.slow
+def test_use_sim_time_runs_the_graph_on_the_replay_s_clock(
+    tmp_path: Path, procs: ProcGroup
+) -> None:
+    """use_sim_time:=true: the replay publishes /clock with the recorded time and keeps the
+    recorded stamps, and every node runs on that clock: objects and plans come out, stamped in
+    the bag's time (the generator's timeline starts in 2023), not today's."""
+    from rt_fusion.core.scenario.generate import T0_NS  # noqa: PLC0415
+
+    ros2 = _need_launch()
+    bag = make_scenario(tmp_path / 'scenario', 'cut_in', 3, 7)
+    clock = procs.echo('/clock', 'rosgraph_msgs/msg/Clock', '--count', '5', '--timeout', '180')
+    objects = procs.echo(
+        '/fusion/out/objects', 'rt_fusion_msgs/msg/ObjectArray', '--count', '10',
+        '--timeout', '180',
+    )  # fmt: skip
+    launch = procs.spawn(
+        [str(ros2), 'launch', 'rt_fusion', 'replay.launch.py', f'bag:={bag}',
+         'use_sim_time:=true'],
+        'ros2 launch', {'AMENT_PREFIX_PATH': str(VENV)},
+    )  # fmt: skip
+    ticks, _ = clock.messages(deadline_s=200)
+    lists, got = objects.messages(deadline_s=200)
+    assert got['received'] >= 10, launch.tail()
+    end = T0_NS + 10 * 10**9
+    for t in [c['clock'] for c in ticks] + [m['header']['stamp'] for m in lists]:
+        assert T0_NS <= t['sec'] * 10**9 + t['nanosec'] <= end, t
+    param = subprocess.run(
+        [str(ros2), 'param', 'get', '/fusion', 'use_sim_time'],
+        env={**procs.env, 'AMENT_PREFIX_PATH': str(VENV)},
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert 'True' in param.stdout, param.stdout + param.stderr
+    launch.stop(timeout_s=60.0)
 
 
 # What every ROS process has, and what the graph keeps global: /tf, /tf_static, /diagnostics.
@@ -374,7 +417,8 @@ def test_two_namespaced_replays_share_a_machine_each_fusing_its_own_bag(
         ) / len(lists)
         if car == 'car2':  # both graphs run now: their topics and rings, while they exist
             listed = subprocess.run(
-                [str(ros2), 'topic', 'list'], env={**procs.env, **env},
+                [str(ros2), 'topic', 'list', '--no-daemon', '--spin-time', '5'],
+                env={**procs.env, **env},
                 capture_output=True, text=True, timeout=120, check=True,
             ).stdout.split()  # fmt: skip
             domain = procs.env['ROS_DOMAIN_ID']

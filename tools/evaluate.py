@@ -82,6 +82,15 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         default=(1920, 1080),
         help='scenario camera WxH, 16:9 (default 1920x1080, the vehicle camera)',
     )
+    parser.add_argument(
+        '--camera-mount',
+        type=lockstep.parse_mount,
+        help="the scenarios' front camera at X,Y,Z,YAW [m, m, m, deg] on base_link (default: "
+        "the rig's, 1.8,0,1.4,0); the fusion's mounting is --calibration's",
+    )
+    parser.add_argument(
+        '--calibration', type=Path, help='calibration file of the graph (the scenario rig)'
+    )
     parser.add_argument('--ablate', default='', help='also: radar_only,camera_only,radar_tracks')
     parser.add_argument('--config', type=Path, default=CONFIG, help='parameter file of the graph')
     parser.add_argument('--gate', type=float, default=2.0, help='match gate [m]')
@@ -130,7 +139,9 @@ def jobs(args: argparse.Namespace, parser: argparse.ArgumentParser) -> list[Job]
             return
         print(f'evaluate: generating {name} seed {seed} ({args.seconds:g} s)', flush=True)
         scenario = yaml.safe_load(path.read_text())
-        bag = lockstep.make_bag(scenario, name, seed, args.seconds, args.camera, args.out)
+        bag = lockstep.make_bag(
+            scenario, name, seed, args.seconds, args.camera, args.out, args.camera_mount
+        )
         out.append((job, bag, path, seed))
 
     if args.bag is not None:
@@ -155,24 +166,6 @@ def jobs(args: argparse.Namespace, parser: argparse.ArgumentParser) -> list[Job]
     return out
 
 
-def write_run(out: Path, rec: dict[str, Any], metrics: dict[str, Any], timing: Any) -> None:
-    """metrics.json, timing.json and the raw records (objects.json, plans.json) of one run."""
-
-    def dump(name: str, data: Any, indent: int | None = None) -> None:
-        (out / name).write_text(
-            json.dumps(data, indent=indent, sort_keys=indent is not None) + '\n'
-        )
-
-    dump('metrics.json', metrics, 1)
-    dump('timing.json', timing, 1)
-    dump(
-        'objects.json',
-        [{'stamp_ns': o['stamp_ns'], 'objects': o['objects']} for o in rec['objects']],
-    )
-    plans = [{k: p[k] for k in ('stamp_ns', 'status', 'points')} for p in rec['plans']]
-    dump('plans.json', {'odometry': sorted(rec['odometry'].items()), 'plans': plans})
-
-
 def run_job(
     args: argparse.Namespace, job: Job, variant: str, recorder: Recorder
 ) -> dict[str, Any]:
@@ -195,8 +188,9 @@ def run_job(
         counts = lockstep.bag_counts(bag)
         print(f'evaluate: {name} {variant}: lock-step replay ...', flush=True)
         rec = lockstep.run_replay(
-            bag, variant, out, recorder, args.config, args.deadline, lockstep.camera_topic(counts)
-        )
+            bag, variant, out, recorder, args.config, args.deadline,
+            lockstep.camera_topic(counts), args.calibration,
+        )  # fmt: skip
         frames_in = counts.get(graph.bag_topic(graph.COMPRESSED_CAMERA_TOPIC), 0) + counts.get(
             graph.bag_topic(graph.CAMERA_TOPIC), 0
         )
@@ -204,7 +198,7 @@ def run_job(
     metrics, timing, frames = runs.score(
         rec, truth, frames_in, ev.EvalParams(gate_m=args.gate), sensors
     )
-    write_run(out, rec, metrics, timing)
+    runs.write_run(out, rec, metrics, timing)
     if frames:
         plots.plot(frames, metrics, f'{name} {variant}', out / 'run.png')
     if folder is None and truth is not None and scenario_path is not None:

@@ -9,8 +9,9 @@ x forward, y left, z up; roll, pitch, yaw about x, y, z, applied yaw first) to e
       radar:  {x: 3.6, y: 0.0, z: 0.5, yaw: 0.0}   # an angle left out is 0
 
 The graph publishes it on ``/tf_static`` (``calibration_node``); :func:`fusion_mounting` gives the
-part of it the fusion core uses today (the radar's x, y, yaw; the camera's x and height), and
-refuses a mounting the fusion cannot use yet, naming it, rather than fuse with it ignored.
+part of it the fusion core uses (the radar's x, y, yaw; the camera's x, y, height and yaw), and
+refuses a mounting the fusion cannot use yet (a tilted camera, a turned IMU), naming it, rather
+than fuse with it ignored.
 """
 
 from __future__ import annotations
@@ -126,11 +127,15 @@ def load(path: str | Path) -> Calibration:
     return parse(doc, str(path))
 
 
-#: What the fusion core takes of each sensor's mounting today; any other axis must be 0, but
-#: for the radar's height (its objects are on the road plane: a height changes none of them).
+#: What the fusion core takes of each sensor's mounting; any other axis must be 0, but for the
+#: radar's height (its objects are on the road plane: a height changes none of them), the IMU's
+#: position (its turn rates are the body's anywhere on it; its forward acceleration, which the
+#: speed filter takes, changes by the lever arm's centripetal part only) and the microphone's
+#: (the hearing has no direction). A tilted camera (pitch, roll) and a turned IMU are refused.
 FUSION_AXES = {'radar': {'x': 'radar_x', 'y': 'radar_y', 'yaw': 'radar_yaw'},
-               'camera': {'x': 'camera_x', 'z': 'camera_height'}}  # fmt: skip
-FUSION_FREE = {'radar': {'z'}}
+               'camera': {'x': 'camera_x', 'y': 'camera_y', 'z': 'camera_height',
+                          'yaw': 'camera_yaw'}}  # fmt: skip
+FUSION_FREE = {'radar': {'z'}, 'imu': {'x', 'y', 'z'}, 'microphone': {'x', 'y', 'z'}}
 
 
 def fusion_mounting(cal: Calibration) -> dict[str, float]:
@@ -140,7 +145,7 @@ def fusion_mounting(cal: Calibration) -> dict[str, float]:
         CalibrationError: a radar or camera mounting on an axis the fusion does not use yet.
     """
     out: dict[str, float] = {}
-    for frame, used in FUSION_AXES.items():
+    for frame, used in {**FUSION_AXES, 'imu': {}, 'microphone': {}}.items():
         if frame not in cal.frames():
             continue
         m = cal.mounting(frame)
@@ -151,6 +156,6 @@ def fusion_mounting(cal: Calibration) -> dict[str, float]:
             elif value != 0.0 and axis not in FUSION_FREE.get(frame, ()):
                 raise CalibrationError(
                     f'{cal.path}: sensors.{frame}.{axis} = {value}: the fusion uses the '
-                    f'{frame} mounting on {", ".join(used)} only'
+                    f'{frame} mounting on {", ".join(used) or "none of its axes"} only'
                 )
     return out

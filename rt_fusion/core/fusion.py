@@ -118,6 +118,17 @@ class FusionParams:
     camera_height: float = param(
         'camera height above the road', unit='m', default=1.4, low=0.1, calibration=True
     )
+    camera_y: float = param(
+        'camera position left of base_link', unit='m', default=0.0, calibration=True
+    )
+    camera_yaw: float = param(
+        "camera yaw relative to base_link (0: looking along base_link's x)",
+        unit='rad',
+        default=0.0,
+        low=-math.pi,
+        high=math.pi,
+        calibration=True,
+    )
     fx: float = param(
         'focal length x (pixels of the model input)',
         unit='px',
@@ -291,6 +302,19 @@ class FusionParams:
         default=0.005,
         low=0.0,
     )
+    yaw_rate_smoothing: float = param(
+        "how much of each frame's heading change a track's yaw rate takes (exponential "
+        'smoothing: 1 the raw frame-to-frame rate, lower steadier)',
+        default=0.3,
+        low=0.01,
+        high=1.0,
+    )
+    yaw_rate_min_speed_mps: float = param(
+        'slower tracks report yaw rate 0 (their heading over ground is noise)',
+        unit='m/s',
+        default=1.0,
+        low=0.0,
+    )
     ego_speed_mps: float = param(
         'a fixed ego speed instead of the estimate (negative: estimated from the vehicle speed '
         'input, the radar and the IMU — the default)',
@@ -433,6 +457,23 @@ class FusedFrame:
     velocity_std: list[float] = dataclasses.field(default_factory=list)  # per object [m/s]
     existence: list[float] = dataclasses.field(default_factory=list)  # per object [0, 1]
     age_s: list[float] = dataclasses.field(default_factory=list)  # per object [s]
+    # Per object, in base_link: the covariance of (x, y) [m²] and of (vx, vy) [m²/s²], each
+    # (xx, xy, yy); and the yaw rate of its heading over ground [rad/s] (tracks only).
+    position_cov: list[tuple[float, float, float]] = dataclasses.field(default_factory=list)
+    velocity_cov: list[tuple[float, float, float]] = dataclasses.field(default_factory=list)
+    yaw_rate: list[float] = dataclasses.field(default_factory=list)
+
+
+def _rotated_cov(
+    cov: npt.NDArray[np.float64], c: float, s: float
+) -> list[tuple[float, float, float]]:
+    """2x2 covariances (N, 2, 2) of the odom frame in base_link (rotated by -yaw: ``c``, ``s``
+    its cosine and sine), each as (xx, xy, yy)."""
+    xx, xy, yy = cov[:, 0, 0], cov[:, 0, 1], cov[:, 1, 1]
+    rxx = c * c * xx + 2 * c * s * xy + s * s * yy
+    ryy = s * s * xx - 2 * c * s * xy + c * c * yy
+    rxy = (c * c - s * s) * xy + c * s * (yy - xx)
+    return list(zip(rxx.tolist(), rxy.tolist(), ryy.tolist(), strict=True))
 
 
 def objects_to_points(objects: list[RadarObjectIn]) -> npt.NDArray[np.float64]:
@@ -463,6 +504,8 @@ class FusionEngine:
         c, s = math.cos(self.p.radar_yaw), math.sin(self.p.radar_yaw)
         self._radar_rot = (c, s)
         self.radar_speed: float | None = None  # the last scan's stationary consensus [m/s]
+        # Per track: (stamp, heading over ground, its smoothed rate) for the yaw rate out.
+        self._headings: dict[int, tuple[int, float, float]] = {}
         # Stamped vehicle speeds not yet due: each is applied at the first frame at or after it.
         self._speeds: collections.deque[tuple[int, float]] = collections.deque(maxlen=256)
         self.decoder: DecoderSpec | None = None
@@ -473,8 +516,9 @@ class FusionEngine:
         self.emergency_id: int | None = None  # the track marked as the emergency vehicle
         p = self.p
         self.geometry = CameraGeometry(
-            p.fx, p.fy, p.cx, p.cy, p.camera_x, p.camera_height, d=tuple(p.distortion)
-        )
+            p.fx, p.fy, p.cx, p.cy, p.camera_x, p.camera_height, p.camera_y,
+            tuple(p.distortion), p.camera_yaw,
+        )  # fmt: skip
 
     def set_decoder(self, decoder: DecoderSpec | None) -> None:
         """The model's head (from its spec): its detections feed the tracker at frame times.
@@ -532,6 +576,30 @@ class FusionEngine:
             self.motion.vehicle_speed(float(speed_mps))
         else:
             self._speeds.append((int(stamp_ns), float(speed_mps)))
+
+    def _heading_rates(
+        self, stamp_ns: int, ids: npt.NDArray[Any], vx: npt.NDArray[Any], vy: npt.NDArray[Any]
+    ) -> list[float]:
+        """Each track's yaw rate [rad/s]: the rate of its heading over ground (odom frame) from
+        frame to frame, smoothed (``yaw_rate_smoothing``); 0 while it moves slower than
+        ``yaw_rate_min_speed_mps`` (no heading to speak of) and for a new track."""
+        p = self.p
+        heading = np.arctan2(vy, vx)
+        moving = np.hypot(vx, vy) >= p.yaw_rate_min_speed_mps
+        out: list[float] = []
+        seen: dict[int, tuple[int, float, float]] = {}
+        for tid, h, ok in zip(ids.tolist(), heading.tolist(), moving.tolist(), strict=True):
+            rate = 0.0
+            last = self._headings.get(tid)
+            if ok and last is not None and stamp_ns > last[0]:
+                dt = (stamp_ns - last[0]) / 1e9
+                raw = math.remainder(h - last[1], math.tau) / dt
+                rate = last[2] + p.yaw_rate_smoothing * (raw - last[2])
+            if ok:
+                seen[tid] = (stamp_ns, h, rate)
+            out.append(rate)
+        self._headings = seen
+        return out
 
     def _due_speeds(self, stamp_ns: int) -> None:
         """The stamped speeds measured up to ``stamp_ns``, in their order, into the ego filter."""
@@ -886,6 +954,9 @@ class FusionEngine:
         objects: list[FusedObject] = []
         radar_dt = 0
         radar = next((r for r in frame.radar.values() if r is not None), None)
+        pos_cov: list[tuple[float, float, float]] = []
+        vel_cov: list[tuple[float, float, float]] = []
+        yaw_rates: list[float] = []
         vel_std: list[float] = []
         existence: list[float] = []
         ages: list[float] = []
@@ -906,6 +977,9 @@ class FusionEngine:
             vxs, vys = c * st[:, 2] + s * st[:, 3], -s * st[:, 2] + c * st[:, 3]
             pos_std = np.sqrt(np.maximum(tracks.P[:, 0, 0], tracks.P[:, 1, 1]))
             vel_std = np.sqrt(np.maximum(tracks.P[:, 2, 2], tracks.P[:, 3, 3])).tolist()
+            pos_cov = _rotated_cov(tracks.P[:, 0:2, 0:2], c, s)
+            vel_cov = _rotated_cov(tracks.P[:, 2:4, 2:4], c, s)
+            yaw_rates = self._heading_rates(frame.stamp_ns, tracks.id, st[:, 2], st[:, 3])
             existence = tracks.existence.tolist()
             ages = ((frame.stamp_ns - tracks.born_ns) / 1e9).tolist()
             cam_scores = tracks.scores[:, SOURCE_CAMERA]
@@ -975,6 +1049,7 @@ class FusionEngine:
             a = np.asarray(frame.audio, dtype=np.float32)
             rms = float(np.sqrt(np.mean(a * a)))
             audio_dbfs = 20 * math.log10(rms) if rms > 1e-9 else -180.0
+        tracked = self.p.output == 'tracks'
         return FusedFrame(
             frame.stamp_ns,
             objects,
@@ -985,4 +1060,7 @@ class FusionEngine:
             vel_std,
             existence,
             ages,
+            pos_cov if tracked else [],
+            vel_cov if tracked else [],
+            yaw_rates if tracked else [],
         )

@@ -23,12 +23,18 @@ def main(args: list[str] | None = None) -> int:
     node = rclpy.create_node('bringup')
     status = 0
     executor = MultiThreadedExecutor(num_threads=4)
+    bringup: Bringup | None = None
     try:
         bringup = Bringup(node)
         executor.add_node(node)
         bringup.start()
         while compat.ok() and not bringup.finished.is_set():
-            executor.spin_once(timeout_sec=0.2)
+            try:
+                executor.spin_once(timeout_sec=0.2)
+            except Exception:
+                if compat.ok():
+                    raise
+                break  # stopped (SIGINT) while it waited: not a failure
         status = bringup.exit_status
     except RtFusionError as err:
         node.get_logger().fatal(f'{type(err).__name__}: {err}')
@@ -36,6 +42,8 @@ def main(args: list[str] | None = None) -> int:
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
+        if bringup is not None:
+            bringup.close()
         executor.shutdown()
         node.destroy_node()
         compat.try_shutdown()

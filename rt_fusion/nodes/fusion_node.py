@@ -26,6 +26,7 @@ set-up. Here: declare, configure, convert, publish; the rest in :mod:`rt_fusion.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import math
 import sys
@@ -43,6 +44,7 @@ from rt_fusion.core import realtime
 from rt_fusion.core.errors import ParameterError
 from rt_fusion.core.fusion import FusionEngine
 from rt_fusion.core.perception import tracker
+from rt_fusion.core.perception.hearing import HearingParams
 from rt_fusion.core.sync import AlignedFrame, Aligner
 from rt_fusion.inference.runner import FrameRunner
 from rt_fusion.inference.spec import ModelError
@@ -50,7 +52,13 @@ from rt_fusion.ros import lifecycle, parameters, radar_tracks, running
 from rt_fusion.ros.conversions import time_to_ns
 from rt_fusion.ros.diagnostics import Level, NodeDiagnostics
 from rt_fusion.ros.fusion import inputs, messages
-from rt_fusion.ros.fusion.params import LIVE, PARAM_GROUPS, FusionNodeParams
+from rt_fusion.ros.fusion.params import (
+    LIVE,
+    PARAM_GROUPS,
+    DetectorParams,
+    FusionNodeParams,
+    with_calibration,
+)
 from rt_fusion.ros.fusion.rig import CameraRig, ExtraCamera, extra_cameras
 from rt_fusion.ros.fusion.worker import PREFAULT_IDLE_S, FrameWorker, Processed, make_runner
 from rt_fusion.ros.hearing_input import HearingInput
@@ -100,6 +108,7 @@ class FusionNode(lifecycle.DeviceNode):
         p: FusionNodeParams = groups['']
         self.params, self.sync_params = p, groups['sync.']
         fusion_params, rt, hearing = groups['fusion.'], groups['rt.'], groups['hearing.']
+        fusion_params = with_calibration(fusion_params, p.calibration)  # the mountings
         if len(self.sync_params.radars) != 1:
             raise ParameterError(
                 'sync.radars', self.sync_params.radars, 'fusion_node takes one radar stream'
@@ -108,7 +117,15 @@ class FusionNode(lifecycle.DeviceNode):
         self.aligner = Aligner(self.sync_params)
         tracker.defer_compiled()  # numba is loaded once the node is active (see activate)
         self.engine = FusionEngine(fusion_params, tracker=groups['tracker.'])
-        parameters.apply_live(self, {'tracker.': (tracker.TrackerParams, self._set_tracker)})
+        self.detector_params: DetectorParams = groups['detector.']
+        parameters.apply_live(
+            self,
+            {
+                'tracker.': (tracker.TrackerParams, self._set_tracker),
+                'detector.': (DetectorParams, self._set_detector),
+                'hearing.': (HearingParams, self._set_hearing),
+            },
+        )
         self.rig = CameraRig(
             extra_cameras(p.cameras, fusion_params),
             self._cond,
@@ -117,7 +134,7 @@ class FusionNode(lifecycle.DeviceNode):
         )
         self.runner = make_runner(p, rt, self.get_logger()) if p.backend != 'none' else None
         if self.runner is not None:
-            self.engine.set_decoder(self.runner.spec.decoder)
+            self._set_detector(self.detector_params)
         # Lock-step replays (ack_topic set) must lose nothing downstream even when the planner
         # lags the fusion by many frames: a deep history then; live, the newest matters.
         reliable = QoSProfile(
@@ -172,6 +189,19 @@ class FusionNode(lifecycle.DeviceNode):
     def _set_tracker(self, new: tracker.TrackerParams) -> None:
         with self._cond:  # between two frames
             self.engine.tracker.set_params(new)
+
+    def _set_detector(self, new: DetectorParams) -> None:
+        """The model's decoder with the live score threshold (the model's own at -1)."""
+        self.detector_params = new
+        decoder = self.runner.spec.decoder if self.runner is not None else None
+        if decoder is not None and new.score_threshold >= 0.0:
+            decoder = dataclasses.replace(decoder, score_threshold=new.score_threshold)
+        with self._cond:  # between two frames
+            self.engine.set_decoder(decoder)
+
+    def _set_hearing(self, new: HearingParams) -> None:
+        if self.hearing is not None:
+            self.hearing.set_params(new)
 
     def activate(self) -> None:
         """Starts the worker (and the camera fast path)."""

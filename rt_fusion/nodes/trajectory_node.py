@@ -28,7 +28,7 @@ import time
 from typing import Any, ClassVar
 
 import numpy as np
-from geometry_msgs.msg import PoseStamped
+from geometry_msgs.msg import Point, PoseStamped
 from nav_msgs.msg import Odometry, Path
 from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from rclpy.timer import Timer
@@ -40,6 +40,7 @@ from rt_fusion_msgs.msg import (
     Trajectory,
     TrajectoryPoint,
 )
+from visualization_msgs.msg import Marker, MarkerArray
 
 from rt_fusion.core import realtime
 from rt_fusion.core.errors import ParameterError
@@ -90,6 +91,27 @@ class TrajectoryNodeParams:
                 self.waypoints_x,
                 'waypoints_x and waypoints_y need the same length >= 2',
             )
+
+
+#: The planned path's colour by Trajectory status: ok green, an emergency stop red, others amber.
+PLAN_COLOUR = {
+    Trajectory.STATUS_OK: (0.1, 0.9, 0.2),
+    Trajectory.STATUS_EMERGENCY_STOP: (1.0, 0.1, 0.1),
+}
+
+
+def plan_markers(msg: Trajectory, lifetime_s: float = 0.5) -> MarkerArray:
+    """The planned path for RViz (``visualization_msgs/MarkerArray``): a line strip through the
+    trajectory's points in its frame, coloured by its status, 0.3 m wide."""
+    m = Marker(ns='plan', id=0, type=Marker.LINE_STRIP, action=Marker.ADD)
+    m.header = msg.header
+    m.lifetime.sec, m.lifetime.nanosec = divmod(round(lifetime_s * 1e9), 1_000_000_000)
+    m.scale.x = 0.3
+    m.color.r, m.color.g, m.color.b = PLAN_COLOUR.get(msg.status, (1.0, 0.7, 0.0))
+    m.color.a = 0.9
+    m.pose.orientation.w = 1.0
+    m.points = [Point(x=pt.x, y=pt.y, z=0.1) for pt in msg.points]
+    return MarkerArray(markers=[m])
 
 
 class TrajectoryNode(lifecycle.DeviceNode):
@@ -151,6 +173,8 @@ class TrajectoryNode(lifecycle.DeviceNode):
             Trajectory, '~/out/trajectory', reliable, **over
         )
         self.path_pub = self.create_lifecycle_publisher(Path, '~/out/path', reliable)
+        # For RViz and Foxglove beside the fusion's boxes: built only while subscribed.
+        self.marker_pub = self.create_lifecycle_publisher(MarkerArray, '~/out/markers', reliable)
         self.diag = NodeDiagnostics(self, 'planner')
         # clock 'stamps' (lock-step replays): every object list and pose counts, none may be
         # overwritten while the planner lags; live ('wall') only the newest matter.
@@ -392,6 +416,8 @@ class TrajectoryNode(lifecycle.DeviceNode):
         self.traj_pub.publish(msg)
         if msg.points:
             self.path_pub.publish(self._path(msg))
+            if self.marker_pub.get_subscription_count():
+                self.marker_pub.publish(plan_markers(msg))
         self.published += 1
         self.last_status = msg.status
         if not event:

@@ -116,6 +116,12 @@ class Bringup:
         """The bring-up, then the watch, in a thread of their own."""
         self._thread.start()
 
+    def close(self) -> None:
+        """Ends the watch (before the node is destroyed)."""
+        self.finished.set()
+        if self._thread.is_alive():
+            self._thread.join(10.0)
+
     # -- /rosout: why a node failed ----------------------------------------------------------
 
     def _on_log(self, msg: Log) -> None:

@@ -32,6 +32,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rt_fusion_msgs.msg import AudioChunk, AudioEvent
 
 from rt_fusion.core import linux
+from rt_fusion.core.errors import ParameterError
 from rt_fusion.core.frame import DescriptorError
 from rt_fusion.core.latency import DIAG_WINDOW, LatencyRecorder
 from rt_fusion.core.perception import hearing as hr
@@ -177,6 +178,20 @@ class HearingInput:
             self._reject('audio_size_mismatch')
             return None
         return block.reshape(msg.frames, msg.channels)
+
+    def set_params(self, new: hr.HearingParams) -> None:
+        """New thresholds and hops from the next hop on (``ros2 param set``); the hop length
+        stays (the detector's buffers are sized by it).
+
+        Raises:
+            ParameterError: ``hop_s`` changed.
+        """
+        if new.hop_s != self.params.hop_s:
+            raise ParameterError('hop_s', new.hop_s, 'read-only while running (restart the node)')
+        with self._cond:
+            self.params = new
+            if self.detector is not None:
+                self.detector.params = new
 
     # -- hearing thread ------------------------------------------------------------------------
 

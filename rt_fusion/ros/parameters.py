@@ -233,8 +233,12 @@ def apply_live(node: Node, groups: Mapping[str, tuple[type[Any], Callable[[Any],
             except ParameterError as err:
                 reason = f'{prefix}{err.name}: {err.reason}'
                 return SetParametersResult(successful=False, reason=reason)
-        for apply, value in built:
-            apply(value)
+        for (prefix, _new), (apply, value) in zip(updates.items(), built, strict=True):
+            try:
+                apply(value)
+            except ParameterError as err:  # a rule only the running node knows
+                reason = f'{prefix}{err.name}: {err.reason}'
+                return SetParametersResult(successful=False, reason=reason)
         return SetParametersResult(successful=True)
 
     node.add_on_set_parameters_callback(on_set)

@@ -48,9 +48,15 @@ def test_a_bad_file_is_refused_naming_what_is_wrong(doc: object, named: str) -> 
     assert named in str(err.value)
 
 
-def test_the_fusion_refuses_a_mounting_it_cannot_use_yet() -> None:
-    cal = calibration.parse({'sensors': {'camera': {'x': 1.8, 'z': 1.4, 'yaw': 0.035}}})
-    with pytest.raises(calibration.CalibrationError, match=r'sensors.camera.yaw = 0.035'):
+def test_the_fusion_takes_a_turned_camera_and_refuses_a_tilted_one() -> None:
+    cal = calibration.parse({'sensors': {'camera': {'x': 1.8, 'y': 0.3, 'z': 1.4, 'yaw': 0.035}}})
+    got = calibration.fusion_mounting(cal)
+    assert (got['camera_y'], got['camera_yaw']) == (0.3, 0.035)
+    cal = calibration.parse({'sensors': {'camera': {'x': 1.8, 'z': 1.4, 'pitch': 0.02}}})
+    with pytest.raises(calibration.CalibrationError, match=r'sensors.camera.pitch = 0.02'):
+        calibration.fusion_mounting(cal)
+    cal = calibration.parse({'sensors': {'imu': {'z': 0.3, 'roll': 0.1}}})  # its place is free
+    with pytest.raises(calibration.CalibrationError, match=r'sensors.imu.roll = 0.1'):
         calibration.fusion_mounting(cal)
 
 
@@ -64,8 +70,12 @@ def test_the_scenario_calibration_is_the_generator_s_rig_and_the_fusion_s_defaul
         assert getattr(defaults, name) == value, name
 
 
-def test_the_vehicle_calibration_agrees_with_the_vehicle_parameters() -> None:
-    fusion = yaml.safe_load((ROOT / 'config' / 'vehicle.yaml').read_text())['fusion']
-    params = fusion['ros__parameters']['fusion']  # the fusion core's group (fusion.*)
-    for name, value in calibration.fusion_mounting(calibration.load(VEHICLE)).items():
-        assert params[name] == value, name
+def test_the_vehicle_s_fusion_takes_its_mountings_from_the_calibration_file_alone() -> None:
+    """One source: the fusion and the calibration node (/tf_static) read the same file, and
+    the parameter file repeats none of its mountings."""
+    config = yaml.safe_load((ROOT / 'config' / 'vehicle.yaml').read_text())
+    fusion = config['fusion']['ros__parameters']
+    assert fusion['calibration'] == config['calibration']['ros__parameters']['calibration']
+    assert (ROOT / fusion['calibration']).resolve() == VEHICLE.resolve()
+    mounted = set(calibration.fusion_mounting(calibration.load(VEHICLE)))
+    assert mounted and not mounted & set(fusion['fusion']), mounted & set(fusion['fusion'])

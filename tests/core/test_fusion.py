@@ -565,3 +565,33 @@ def test_a_far_static_track_seen_by_the_camera_alone_keeps_a_depth_floor(floor: 
         assert std == pytest.approx(floor * along, rel=0.02)
     else:
         assert std < 0.2 * along
+
+
+def test_a_track_turning_at_a_steady_rate_reports_that_yaw_rate() -> None:
+    """The heading over ground of a track on a circle at 0.2 rad/s, frame to frame at 30 Hz; a
+    track slower than yaw_rate_min_speed_mps reports 0 (its heading is noise)."""
+    engine = FusionEngine(FusionParams(yaw_rate_smoothing=0.5, yaw_rate_min_speed_mps=1.0))
+    w, v, dt = 0.2, 10.0, 1 / 30
+    rates: list[float] = []
+    for k in range(60):
+        h = w * k * dt
+        vx = np.array([v * math.cos(h), 0.3])
+        vy = np.array([v * math.sin(h), 0.0])
+        rates = engine._heading_rates(T0 + round(k * dt * 1e9), np.array([7, 8]), vx, vy)
+    assert rates[0] == pytest.approx(w, rel=1e-3)
+    assert rates[1] == 0.0
+    # A new track has no rate yet; one gone is forgotten.
+    assert engine._heading_rates(T0 + 3 * 10**9, np.array([9]), vx[:1], vy[:1]) == [0.0]
+    assert set(engine._headings) == {9}
+
+
+def test_a_track_covariance_turns_into_the_vehicle_frame() -> None:
+    """Long along odom x, seen by an ego heading along odom y (yaw 90°): long along base_link y;
+    at 45° the correlation appears, the trace stays."""
+    from rt_fusion.core.fusion import _rotated_cov  # noqa: PLC0415
+
+    cov = np.array([[[4.0, 0.0], [0.0, 1.0]]])
+    ((xx, xy, yy),) = _rotated_cov(cov, math.cos(math.pi / 2), math.sin(math.pi / 2))
+    assert (xx, xy, yy) == pytest.approx((1.0, 0.0, 4.0), abs=1e-12)
+    ((xx, xy, yy),) = _rotated_cov(cov, math.cos(math.pi / 4), math.sin(math.pi / 4))
+    assert xx + yy == pytest.approx(5.0) and xy == pytest.approx(-1.5)

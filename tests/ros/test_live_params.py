@@ -131,3 +131,46 @@ def test_the_planner_weights_are_live_in_process() -> None:
         finally:
             node.trigger_cleanup()
             node.destroy_node()
+
+
+def test_the_detector_and_hearing_thresholds_are_live_in_process() -> None:
+    """With the vehicle's detector and hearing loaded: the decoder the frames go through takes
+    the new score threshold (the model's own again at -1), the hearing the new hysteresis; the
+    hop length, which sizes the hearing's buffers, is refused while running."""
+    from rclpy.parameter import Parameter  # noqa: PLC0415
+
+    from rt_fusion.nodes.fusion_node import FusionNode  # noqa: PLC0415
+    from tests.conftest import ROOT  # noqa: PLC0415
+
+    overrides = {
+        'autostart': False,
+        'model': str(ROOT / 'models' / 'rtf_centernet.yaml'),
+        'backend': 'onnxruntime',
+        'threads': 1,
+    }
+    with ros_context() as context:
+        node = FusionNode(
+            context=context,
+            parameter_overrides=[Parameter(k, value=v) for k, v in overrides.items()],
+        )
+        node.trigger_configure()
+        try:
+            assert node.failure is None, node.failure
+            own = node.runner.spec.decoder.score_threshold
+            assert node.engine.decoder.score_threshold == own
+            (ok,) = node.set_parameters([Parameter('detector.score_threshold', value=0.9)])
+            assert ok.successful and node.engine.decoder.score_threshold == 0.9
+            (ok,) = node.set_parameters([Parameter('detector.score_threshold', value=-1.0)])
+            assert ok.successful and node.engine.decoder.score_threshold == own
+            (bad,) = node.set_parameters([Parameter('detector.score_threshold', value=1.5)])
+            assert not bad.successful and 'detector.score_threshold' in bad.reason
+            (ok,) = node.set_parameters([Parameter('hearing.on_threshold', value=0.8)])
+            assert ok.successful and node.hearing.params.on_threshold == 0.8
+            (bad,) = node.set_parameters([Parameter('hearing.off_threshold', value=0.9)])
+            assert not bad.successful and 'off_threshold' in bad.reason  # above on_threshold
+            (bad,) = node.set_parameters([Parameter('hearing.hop_s', value=0.2)])
+            assert not bad.successful and 'hearing.hop_s' in bad.reason, bad.reason
+            assert node.hearing.params.hop_s == 0.1
+        finally:
+            node.trigger_cleanup()
+            node.destroy_node()

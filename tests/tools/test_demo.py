@@ -144,6 +144,8 @@ def test_a_node_that_dies_at_start_is_reported_at_once_from_a_plain_shell(tmp_pa
         env=env, capture_output=True, text=True, timeout=240, check=False,
     )  # fmt: skip
     assert proc.returncode != 0
-    # named as it died ('failed to start'), not at the deadline ('no publisher on ... after')
-    assert 'the graph failed to start: fusion_node' in proc.stderr, proc.stderr[-2000:]
+    # named as it failed ('failed to start'), not at the deadline ('no publisher on ... after'):
+    # the bring-up node names the node that did not come up, with its error
+    assert 'the graph failed to start' in proc.stderr, proc.stderr[-2000:]
+    assert "node 'fusion' did not reach active" in proc.stderr, proc.stderr[-2000:]
     assert 'tensorrt' in proc.stderr.lower(), proc.stderr[-2000:]

@@ -9,7 +9,9 @@ closed loop: ``plan_timeouts``, ``plans_applied``).
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -286,3 +288,21 @@ def result_fields(fused: dict[str, Any], closed_loop: bool) -> dict[str, str]:
 
     keys = (*RESULT_KEYS, *(CLOSED_LOOP_KEYS if closed_loop else ()), 'frames', 'frames_fused')
     return {k: fmt(fused.get(k)) for k in keys}
+
+
+def write_run(out: Path, rec: dict[str, Any], metrics: dict[str, Any], timing: Any) -> None:
+    """metrics.json, timing.json and the raw records (objects.json, plans.json) of one run."""
+
+    def dump(name: str, data: Any, indent: int | None = None) -> None:
+        (out / name).write_text(
+            json.dumps(data, indent=indent, sort_keys=indent is not None) + '\n'
+        )
+
+    dump('metrics.json', metrics, 1)
+    dump('timing.json', timing, 1)
+    dump(
+        'objects.json',
+        [{'stamp_ns': o['stamp_ns'], 'objects': o['objects']} for o in rec['objects']],
+    )
+    plans = [{k: p[k] for k in ('stamp_ns', 'status', 'points')} for p in rec['plans']]
+    dump('plans.json', {'odometry': sorted(rec['odometry'].items()), 'plans': plans})

@@ -298,11 +298,12 @@ def visibility(
     :func:`rt_fusion.core.scenario.render.shown_fractions`) replaces the camera's footprint
     occlusion: hidden when more than ``OCCLUDED_FRACTION`` of it is covered by anything nearer,
     roadside scenery and heights included."""
-    iv = _azimuth_intervals(world, t, CAMERA_POS[:2])
+    iv = _azimuth_intervals(world, t, cam.pos[:2])  # seen from the camera, as mounted
     half_fov = cam.half_fov()
+    off = {aid: math.remainder(az - cam.yaw, math.tau) for aid, (_, az, _, _) in iv.items()}
     fov = {
-        aid: abs(az) < half_fov and r * math.cos(az) > 1.0 and r < CAMERA_MAX_RANGE_M
-        for aid, (r, az, _, _) in iv.items()
+        aid: abs(off[aid]) < half_fov and r * math.cos(off[aid]) > 1.0 and r < CAMERA_MAX_RANGE_M
+        for aid, (r, _az, _, _) in iv.items()
     }
     if shown is None:
         cam_seen = _seen(iv, fov)

@@ -25,21 +25,32 @@ def objects_msg(fused: FusedFrame, frame_id: str, inputs_complete_ns: int) -> Ob
     arr.header.stamp = ns_to_time(fused.stamp_ns)
     arr.header.frame_id = frame_id
     tracked = len(fused.velocity_std) == len(fused.objects)
+    covs = len(fused.position_cov) == len(fused.objects)
     for k, o in enumerate(fused.objects):
+        c = _cls(o.object_class)
         m = Object(
             id=o.id,
             object_class=o.object_class,
             class_probability=float(o.class_probability),
             yaw=float(o.yaw),
-            yaw_rate=0.0,
+            yaw_rate=float(fused.yaw_rate[k]) if covs else 0.0,
             position_std=float(o.position_std),
             velocity_std=float(fused.velocity_std[k]) if tracked else 0.0,
             sources=o.sources,
             existence_probability=float(fused.existence[k]) if tracked else 1.0,
             age_s=float(fused.age_s[k]) if tracked else 0.0,
         )
+        if covs:  # tracks: the filter's; untracked objects: isotropic from position_std
+            xx, xy, yy = fused.position_cov[k]
+            vxx, vxy, vyy = fused.velocity_cov[k]
+        else:
+            xx = yy = float(o.position_std) ** 2
+            vxx = vyy = float(fused.velocity_std[k]) ** 2 if tracked else 0.0
+            xy = vxy = 0.0
+        m.position_covariance = [xx, xy, xy, yy]
+        m.velocity_covariance = [vxx, vxy, vxy, vyy]
         m.position.x, m.position.y = o.x, o.y
-        m.size.x, m.size.y, m.size.z = o.length, o.width, 1.5
+        m.size.x, m.size.y, m.size.z = o.length, o.width, CLASS_HEIGHT[c]
         m.velocity.x, m.velocity.y = o.vx, o.vy
         arr.objects.append(m)
     arr.inputs_complete_ns = inputs_complete_ns
@@ -161,9 +172,12 @@ def detections3d_msg(fused: FusedFrame, frame_id: str) -> Any:
         pose = h.pose.pose
         pose.position.x, pose.position.y, pose.position.z = o.x, o.y, CLASS_HEIGHT[c] / 2
         _heading(pose.orientation, o.yaw)
-        var = float(o.position_std) ** 2
         cov = [0.0] * 36  # x y z roll pitch yaw, row-major; unknown axes: a large variance
-        cov[0] = cov[7] = var
+        if len(fused.position_cov) == len(fused.objects):  # a track's own (x, y) covariance
+            cov[0], cov[1], cov[7] = fused.position_cov[k]
+            cov[6] = cov[1]
+        else:
+            cov[0] = cov[7] = float(o.position_std) ** 2
         cov[14] = cov[21] = cov[28] = 1e6
         # heading from the velocity: its spread over the speed (a slow object's is unknown)
         speed = math.hypot(o.vx, o.vy)

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import dataclasses
 
-from rt_fusion.core import realtime
+from rt_fusion.core import calibration, params, realtime
+from rt_fusion.core.errors import ParameterError
 from rt_fusion.core.fusion import FusionParams
 from rt_fusion.core.params import param
 from rt_fusion.core.perception.hearing import HearingParams
 from rt_fusion.core.perception.tracker import TrackerParams
 from rt_fusion.core.sync import SyncParams
+from rt_fusion.ros import share
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,6 +96,12 @@ class FusionNodeParams:
         default='objects',
         choices=('objects', 'tracks'),
     )
+    calibration: str = param(
+        "the vehicle's calibration YAML (rt_fusion.core.calibration; relative: as model): the "
+        "radar's and camera's mountings come from it, over fusion.radar_* and fusion.camera_* "
+        "('': those parameters)",
+        default='',
+    )
     speed_type: str = param(
         "~/in/speed's type: twist (geometry_msgs/TwistStamped, twist.linear.x; its stamp aligns "
         'it with the frames) or float64 (std_msgs/Float64 without a stamp, applied as it '
@@ -132,6 +140,19 @@ class FusionNodeParams:
     )
 
 
+@dataclasses.dataclass(frozen=True)
+class DetectorParams:
+    """The camera detector's live settings (``ros2 param set /fusion detector.*``)."""
+
+    score_threshold: float = param(
+        "camera detections scoring below this are dropped (-1: the model's own, its spec's "
+        'decoder.score_threshold)',
+        default=-1.0,
+        low=-1.0,
+        high=1.0,
+    )
+
+
 #: (parameter dataclass, name prefix) of every group fusion_node declares.
 PARAM_GROUPS: tuple[tuple[type, str], ...] = (
     (FusionNodeParams, ''),
@@ -140,6 +161,24 @@ PARAM_GROUPS: tuple[tuple[type, str], ...] = (
     (TrackerParams, 'tracker.'),
     (realtime.RealtimeParams, 'rt.'),
     (HearingParams, 'hearing.'),
+    (DetectorParams, 'detector.'),
 )
 #: The groups ``ros2 param set`` changes while the node runs (the rest are read-only).
-LIVE = ('tracker.',)
+LIVE = ('tracker.', 'detector.', 'hearing.')
+
+
+def with_calibration(fusion: FusionParams, path: str) -> FusionParams:
+    """``fusion`` with the mountings of the calibration file at ``path`` ('' : as it is).
+
+    Raises:
+        ParameterError: the file cannot be read or used (as ``calibration``), or a mounting
+            breaks a rule of the fusion's parameters (by its name).
+    """
+    if not path:
+        return fusion
+    resolved = share.resolve_share(path)
+    try:
+        mounting = calibration.fusion_mounting(calibration.load(resolved))
+    except calibration.CalibrationError as err:
+        raise ParameterError('calibration', str(resolved), str(err)) from err
+    return params.build(FusionParams, {**dataclasses.asdict(fusion), **mounting})

@@ -10,8 +10,10 @@ runs give the same records. A variant switches an input off through parameters o
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
+import math
 import re
 import shutil
 import time
@@ -151,8 +153,10 @@ def run_replay(
     config: Path,
     deadline_s: float,
     camera: str,
+    calibration: Path | None = None,
 ) -> dict[str, Any]:
-    """Lock-step replay of ``bag`` through replay.launch.py; returns what was recorded."""
+    """Lock-step replay of ``bag`` through replay.launch.py (``calibration``: the graph's, default
+    the launch file's, the scenario rig); returns what was recorded."""
     out.mkdir(parents=True, exist_ok=True)
     params = run_params(config, variant, out)
     line, rec = run_graph(
@@ -168,6 +172,7 @@ def run_replay(
             'radar_type': 'tracks' if variant == 'radar_tracks' else 'objects',
             'audio': 'true',  # the fusion's hearing (a bag without a microphone: nothing)
             'config': str(params),
+            **({'calibration': str(calibration)} if calibration is not None else {}),
         },
         'REPLAYED ',
         out,
@@ -226,20 +231,37 @@ def make_bag(
     seconds: float,
     camera: tuple[int, int],
     out: Path,
+    mount: tuple[float, float, float, float] | None = None,
 ) -> Path:
     """Generates the scenario into ``out`` unless it is already there (same name, seed, length,
-    camera, generator)."""
+    camera, generator); ``mount``: the front camera's x, y, z [m] and yaw [rad] on base_link
+    (default the rig's, :data:`~rt_fusion.core.scenario.sensors.CAMERA_POS`, looking ahead)."""
     folder = out / run_name(name, seed, seconds) / 'scenario'
     # Reused only when made by this very generator from this very description: a bag from an
     # older generator scored against today's baseline is a false regression.
     key = hashlib.sha256(
-        json.dumps([scenario, seed, seconds, list(camera)], sort_keys=True).encode()
+        json.dumps([scenario, seed, seconds, list(camera), mount], sort_keys=True).encode()
         + code_digest().encode()
     ).hexdigest()
     stamp = folder / '.generator_key'
     if load_truth(folder) is None or not stamp.is_file() or stamp.read_text() != key:
         if folder.exists():
             shutil.rmtree(folder)
-        generate(scenario, seconds, seed, folder, camera=CameraModel.sized(*camera))
+        model = CameraModel.sized(*camera)
+        if mount is not None:
+            model = dataclasses.replace(model, pos=mount[:3], yaw=mount[3])
+        generate(scenario, seconds, seed, folder, camera=model)
         stamp.write_text(key)
     return folder
+
+
+def parse_mount(text: str) -> tuple[float, float, float, float]:
+    """``X,Y,Z,YAW`` (metres, degrees) as (x, y, z, yaw [rad]).
+
+    Raises:
+        ValueError: not four finite numbers.
+    """
+    parts = [float(v) for v in text.split(',')]
+    if len(parts) != 4 or not all(math.isfinite(v) for v in parts):
+        raise ValueError(f'{text!r}: X,Y,Z,YAW (m, m, m, degrees)')
+    return parts[0], parts[1], parts[2], math.radians(parts[3])
