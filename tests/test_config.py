@@ -120,12 +120,16 @@ def test_every_parameter_line_says_what_it_is_and_its_unit(path: Path) -> None:
 
 def test_the_vehicle_file_sets_every_calibration_parameter() -> None:
     """Mountings and intrinsics have defaults for the generated scenarios only: the vehicle's
-    file sets each one (a node left on a default says so in a warning at start-up)."""
-    from rt_fusion.core import params  # noqa: PLC0415
+    file sets each one, or its calibration file does (the fusion's mountings: ``calibration``)
+    (a node left on a default says so in a warning at start-up)."""
+    from rt_fusion.core import calibration, params  # noqa: PLC0415
 
     doc = yaml.safe_load((ROOT / 'config' / 'vehicle.yaml').read_text())
     for node, section in doc.items():
         flat = _flatten(section['ros__parameters'])
+        if node == 'fusion':
+            cal = calibration.load(ROOT / section['ros__parameters']['calibration'])
+            flat |= {f'fusion.{name}' for name in calibration.fusion_mounting(cal)}
         for cls, prefix in NODES[node].PARAM_GROUPS:
             for f in params.fields(cls):
                 if f.spec.calibration:

@@ -32,6 +32,7 @@ MODULE_TO_KEY = {
     'tf2_msgs': 'tf2_msgs',
     'vision_msgs': 'vision_msgs',
     'visualization_msgs': 'visualization_msgs',
+    'std_srvs': 'std_srvs',
     'radar_msgs': 'radar_msgs',
     'numpy': 'python3-numpy',
     'yaml': 'python3-yaml',
