@@ -91,11 +91,11 @@ class Bringup:
         if unknown:
             raise ParameterError('optional', list(self.p.optional), f'not in nodes: {unknown}')
         group = ReentrantCallbackGroup()
-        self.get = {
+        self.get: dict[str, Any] = {
             n: node.create_client(GetState, f'{n}/get_state', callback_group=group)
             for n in self.p.nodes
         }
-        self.change = {
+        self.change: dict[str, Any] = {
             n: node.create_client(ChangeState, f'{n}/change_state', callback_group=group)
             for n in self.p.nodes
         }
