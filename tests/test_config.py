@@ -120,16 +120,22 @@ def test_every_parameter_line_says_what_it_is_and_its_unit(path: Path) -> None:
 
 def test_the_vehicle_file_sets_every_calibration_parameter() -> None:
     """Mountings and intrinsics have defaults for the generated scenarios only: the vehicle's
-    file sets each one, or its calibration file does (the fusion's mountings: ``calibration``)
-    (a node left on a default says so in a warning at start-up)."""
+    file sets each one, or its calibration files do (the fusion's mountings: ``calibration``;
+    its intrinsics: the camera's CameraInfo, from the camera's ``calibration_file``)."""
     from rt_fusion.core import calibration, params  # noqa: PLC0415
 
     doc = yaml.safe_load((ROOT / 'config' / 'vehicle.yaml').read_text())
     for node, section in doc.items():
         flat = _flatten(section['ros__parameters'])
         if node == 'fusion':
-            cal = calibration.load(ROOT / section['ros__parameters']['calibration'])
+            fusion = section['ros__parameters']
+            cal = calibration.load(ROOT / fusion['calibration'])
             flat |= {f'fusion.{name}' for name in calibration.fusion_mounting(cal)}
+            # The intrinsics: the camera's CameraInfo, from its calibration file.
+            assert fusion.get('intrinsics', 'camera_info') == 'camera_info'
+            camera = doc['camera']['ros__parameters']['calibration_file']
+            assert (ROOT / camera).is_file()
+            flat |= {f'fusion.{k}' for k in ('fx', 'fy', 'cx', 'cy', 'distortion')}
         for cls, prefix in NODES[node].PARAM_GROUPS:
             for f in params.fields(cls):
                 if f.spec.calibration:

@@ -80,6 +80,7 @@ def test_the_scan_finds_a_topic_written_by_hand() -> None:
         (generate.RADAR_TOPIC, graph.RADAR_TOPIC),
         (generate.IMU_TOPIC, graph.IMU_TOPIC),
         (generate.SPEED_TOPIC, graph.SPEED_TOPIC),
+        (generate.camera_base('front') + '/out/camera_info', graph.CAMERA_INFO_TOPIC),
         (generate.AUDIO_TOPIC, graph.AUDIO_TOPIC),
         (generate.camera_base('front') + '/out/image', graph.CAMERA_TOPIC),
         (generate.camera_base('left') + '/out/image', graph.camera_topic('left')),

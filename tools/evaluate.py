@@ -85,8 +85,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         '--camera-mount',
         type=lockstep.parse_mount,
-        help="the scenarios' front camera at X,Y,Z,YAW [m, m, m, deg] on base_link (default: "
-        "the rig's, 1.8,0,1.4,0); the fusion's mounting is --calibration's",
+        help="the scenarios' front camera at X,Y,Z,YAW[,PITCH] [m, m, m, deg, deg] on base_link "
+        "(default: the rig's, 1.8,0,1.4,0,0); the fusion's mounting is --calibration's",
     )
     parser.add_argument(
         '--calibration', type=Path, help='calibration file of the graph (the scenario rig)'

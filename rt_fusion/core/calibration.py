@@ -9,9 +9,9 @@ x forward, y left, z up; roll, pitch, yaw about x, y, z, applied yaw first) to e
       radar:  {x: 3.6, y: 0.0, z: 0.5, yaw: 0.0}   # an angle left out is 0
 
 The graph publishes it on ``/tf_static`` (``calibration_node``); :func:`fusion_mounting` gives the
-part of it the fusion core uses (the radar's x, y, yaw; the camera's x, y, height and yaw), and
-refuses a mounting the fusion cannot use yet (a tilted camera, a turned IMU), naming it, rather
-than fuse with it ignored.
+part of it the fusion core uses (the radar's x, y, yaw; the camera's x, y, height, pitch and
+yaw; the IMU's roll, pitch and yaw), and refuses a mounting the fusion cannot use (a camera
+rolled about its axis), naming it, rather than fuse with it ignored.
 """
 
 from __future__ import annotations
@@ -49,9 +49,7 @@ class Mounting:
 
     def quaternion(self) -> rotation.Quat:
         """(w, x, y, z) of the rotation R = Rz(yaw) Ry(pitch) Rx(roll)."""
-        rz = rotation.from_rotvec(0.0, 0.0, self.yaw)
-        ry = rotation.from_rotvec(0.0, self.pitch, 0.0)
-        return rotation.mul(rotation.mul(rz, ry), rotation.from_rotvec(self.roll, 0.0, 0.0))
+        return rotation.from_euler(self.roll, self.pitch, self.yaw)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -131,10 +129,11 @@ def load(path: str | Path) -> Calibration:
 #: radar's height (its objects are on the road plane: a height changes none of them), the IMU's
 #: position (its turn rates are the body's anywhere on it; its forward acceleration, which the
 #: speed filter takes, changes by the lever arm's centripetal part only) and the microphone's
-#: (the hearing has no direction). A tilted camera (pitch, roll) and a turned IMU are refused.
+#: (the hearing has no direction). A camera rolled about its axis is refused.
 FUSION_AXES = {'radar': {'x': 'radar_x', 'y': 'radar_y', 'yaw': 'radar_yaw'},
                'camera': {'x': 'camera_x', 'y': 'camera_y', 'z': 'camera_height',
-                          'yaw': 'camera_yaw'}}  # fmt: skip
+                          'pitch': 'camera_pitch', 'yaw': 'camera_yaw'},
+               'imu': {'roll': 'imu_roll', 'pitch': 'imu_pitch', 'yaw': 'imu_yaw'}}  # fmt: skip
 FUSION_FREE = {'radar': {'z'}, 'imu': {'x', 'y', 'z'}, 'microphone': {'x', 'y', 'z'}}
 
 
@@ -145,7 +144,7 @@ def fusion_mounting(cal: Calibration) -> dict[str, float]:
         CalibrationError: a radar or camera mounting on an axis the fusion does not use yet.
     """
     out: dict[str, float] = {}
-    for frame, used in {**FUSION_AXES, 'imu': {}, 'microphone': {}}.items():
+    for frame, used in {**FUSION_AXES, 'microphone': {}}.items():
         if frame not in cal.frames():
             continue
         m = cal.mounting(frame)

@@ -121,6 +121,22 @@ class FusionParams:
     camera_y: float = param(
         'camera position left of base_link', unit='m', default=0.0, calibration=True
     )
+    imu_roll: float = param(
+        'IMU roll on base_link (its turn rates and accelerations are turned into base_link)',
+        unit='rad', default=0.0, low=-math.pi, high=math.pi, calibration=True,
+    )  # fmt: skip
+    imu_pitch: float = param(
+        'IMU pitch on base_link', unit='rad', default=0.0, low=-math.pi, high=math.pi,
+        calibration=True,
+    )  # fmt: skip
+    imu_yaw: float = param(
+        'IMU yaw on base_link', unit='rad', default=0.0, low=-math.pi, high=math.pi,
+        calibration=True,
+    )  # fmt: skip
+    camera_pitch: float = param(
+        'camera pitch relative to base_link, about its y axis after the yaw (> 0: looking down)',
+        unit='rad', default=0.0, low=-0.5, high=0.5, calibration=True,
+    )  # fmt: skip
     camera_yaw: float = param(
         "camera yaw relative to base_link (0: looking along base_link's x)",
         unit='rad',
@@ -376,6 +392,13 @@ class FusionParams:
         )
         return out
 
+    def imu_matrix(self) -> npt.NDArray[np.float64] | None:
+        """R = Rz(yaw) Ry(pitch) Rx(roll) taking the IMU's axes into base_link's (None: the IMU
+        is mounted along base_link's axes)."""
+        if not (self.imu_roll or self.imu_pitch or self.imu_yaw):
+            return None
+        return rotation.matrix(rotation.from_euler(self.imu_roll, self.imu_pitch, self.imu_yaw))
+
     def extra_geometries(self) -> list[CameraGeometry]:
         """The extra cameras' geometries, in order (the front camera's intrinsics and lens)."""
         return [
@@ -464,6 +487,27 @@ class FusedFrame:
     yaw_rate: list[float] = dataclasses.field(default_factory=list)
 
 
+def model_intrinsics(
+    k: Sequence[float], d: Sequence[float], size: tuple[int, int], input_hw: tuple[int, int]
+) -> tuple[float, float, float, float, tuple[float, ...]]:
+    """A camera's K (3x3 row-major, image pixels) and plumb_bob D at ``size`` (width, height)
+    as the network sees them after the preprocessing's resize to ``input_hw`` (height, width):
+    (fx, fy, cx, cy, D). D is in normalised coordinates: a resize leaves it as it is.
+
+    Raises:
+        ValueError: a non-finite or non-positive focal length, a size of 0, or a skew.
+    """
+    width, height = size
+    fx, skew, cx, _, fy, cy = (float(v) for v in k[:6])
+    values = (fx, fy, cx, cy, *map(float, d))
+    if width <= 0 or height <= 0 or not all(math.isfinite(v) for v in values):
+        raise ValueError(f'camera_info {width}x{height}, K {list(k)}, D {list(d)}: not a camera')
+    if fx <= 0.0 or fy <= 0.0 or skew != 0.0:
+        raise ValueError(f'camera_info K {list(k)}: focal lengths > 0 and no skew')
+    sx, sy = input_hw[1] / width, input_hw[0] / height
+    return fx * sx, fy * sy, cx * sx, cy * sy, tuple(float(v) for v in d)
+
+
 def _rotated_cov(
     cov: npt.NDArray[np.float64], c: float, s: float
 ) -> list[tuple[float, float, float]]:
@@ -517,8 +561,17 @@ class FusionEngine:
         p = self.p
         self.geometry = CameraGeometry(
             p.fx, p.fy, p.cx, p.cy, p.camera_x, p.camera_height, p.camera_y,
-            tuple(p.distortion), p.camera_yaw,
+            tuple(p.distortion), p.camera_yaw, p.camera_pitch,
         )  # fmt: skip
+
+    def set_intrinsics(
+        self, fx: float, fy: float, cx: float, cy: float, d: Sequence[float]
+    ) -> None:
+        """The front camera's intrinsics (model-input pixels) and lens (plumb_bob D), from its
+        CameraInfo (:func:`model_intrinsics`), replacing those of the parameters."""
+        self.geometry = dataclasses.replace(
+            self.geometry, fx=fx, fy=fy, cx=cx, cy=cy, d=tuple(float(v) for v in d)
+        )
 
     def set_decoder(self, decoder: DecoderSpec | None) -> None:
         """The model's head (from its spec): its detections feed the tracker at frame times.
@@ -741,19 +794,32 @@ class FusionEngine:
             bottom = undistort_points(bottom, k, geo.d)
             a[:, 2], a[:, 4], a[:, 5] = bottom[:, 0], bottom[:, 0], bottom[:, 1]
         below = a[:, 5] - geo.cy
-        on_road = regressed | (below > 1.0)
-        flat = geo.fy * geo.height / np.where(below > 1.0, below, 1.0)  # where it meets the road
+        if geo.pitch:  # looking down: a row's ray leaves the camera below the level
+            cp, sp = math.cos(geo.pitch), math.sin(geo.pitch)
+            ground = sp * geo.fy + cp * below > cp  # more than ~1 px below the horizon
+            # the box bottom's ray to the road, and its level run there per unit of ray
+            run = cp - sp * below / geo.fy
+            down = np.where(ground, sp + cp * below / geo.fy, 1.0)
+            flat = geo.height / down * run
+            run_k = cp - sp * (a[:, 7] - geo.cy) / geo.fy  # the keypoint's ray
+        else:
+            ground = below > 1.0
+            flat = geo.fy * geo.height / np.where(ground, below, 1.0)  # where it meets the road
+            run = run_k = np.ones(len(below))
+        on_road = regressed | ground
         road_depth = flat + _SIZES[cls, 0] / 2
         if p.static_depth == 'ground':
             # Plus half its depth: a post or block is about as deep as it is wide (its class's
             # default length, 2 m, would put a post 1 m too far).
-            grounded = (cls == CLASS_STATIC) & (below > 1.0)
+            grounded = (cls == CLASS_STATIC) & ground
             road_depth = np.where(grounded, flat * (1.0 + 0.5 * width_px / geo.fx), road_depth)
         else:
             grounded = np.zeros(len(cls), bool)
-        depth = np.where(regressed & ~grounded, a[:, 8], road_depth)
-        u = np.where(regressed & ~grounded, a[:, 6], 0.5 * (a[:, 2] + a[:, 4]))
-        lateral = -(u - geo.cx) * depth / geo.fx  # left of the camera's axis
+        along_ray = regressed & ~grounded
+        # level distance ahead of the camera (a regressed depth is along the optical axis)
+        depth = np.where(along_ray, a[:, 8] * run_k, road_depth)
+        u = np.where(along_ray, a[:, 6], 0.5 * (a[:, 2] + a[:, 4]))
+        lateral = -(u - geo.cx) * depth / (geo.fx * np.where(along_ray, run_k, run))  # left
         if geo.yaw:
             cy_, sy_ = math.cos(geo.yaw), math.sin(geo.yaw)
             x = geo.x + cy_ * depth - sy_ * lateral
@@ -835,6 +901,8 @@ class FusionEngine:
                 ahead = cg * (x - geo.x) + sg * (y - geo.y)
                 left = -sg * (x - geo.x) + cg * (y - geo.y)
                 inside = near & (ahead > 1.0)
+                if geo.pitch:  # along the optical axis of a camera looking down, at the road
+                    ahead = math.cos(geo.pitch) * ahead + math.sin(geo.pitch) * geo.height
                 u = geo.cx - geo.fx * left / np.where(inside, ahead, 1.0)
                 ok |= inside & (u >= 0.0) & (u < width)
             return ok

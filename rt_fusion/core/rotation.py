@@ -73,3 +73,21 @@ def integrate(
         q = normalize(mul(q, from_rotvec(*map(float, w))))
         out[i] = q
     return out
+
+
+def from_euler(roll: float, pitch: float, yaw: float) -> Quat:
+    """(w, x, y, z) of R = Rz(yaw) Ry(pitch) Rx(roll) (REP-103's fixed-axis roll, pitch, yaw)."""
+    rz = from_rotvec(0.0, 0.0, yaw)
+    return mul(mul(rz, from_rotvec(0.0, pitch, 0.0)), from_rotvec(roll, 0.0, 0.0))
+
+
+def matrix(q: Quat) -> npt.NDArray[np.float64]:
+    """The 3x3 rotation matrix of a unit quaternion (w, x, y, z)."""
+    w, x, y, z = q
+    return np.array(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+        ]
+    )

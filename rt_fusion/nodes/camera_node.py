@@ -32,7 +32,7 @@ from rt_fusion.core.clock import ClockMapper, ClockParams
 from rt_fusion.core.errors import ParameterError
 from rt_fusion.core.latency import DIAG_WINDOW, LatencyRecorder
 from rt_fusion.core.params import param
-from rt_fusion.ros import lifecycle, parameters, running
+from rt_fusion.ros import lifecycle, parameters, running, share
 from rt_fusion.ros.conversions import ns_to_time
 from rt_fusion.ros.diagnostics import Level, NodeDiagnostics
 from rt_fusion.ros.shm_transport import ShmPublisher, segment_name
@@ -59,7 +59,11 @@ class CameraParams:
     )
     pixel_format: str = param('V4L2 FOURCC to ask for (MJPG, YUYV; empty: default)', default='')
     frame_id: str = param('frame of the camera', default='camera')
-    calibration_file: str = param('camera_info YAML (empty: no camera_info)', default='')
+    calibration_file: str = param(
+        "camera_info YAML (relative: to the package's share or the repository; empty: no "
+        'camera_info)',
+        default='',
+    )
     ring_slots: int = param('slots of the shared-memory ring', default=8, low=2, high=256)
     segment: str = param(
         'shared-memory segment name (empty: rt_fusion_d<domain>_<namespace>_<node>)', default=''
@@ -137,7 +141,7 @@ class CameraNode(lifecycle.DeviceNode):
         self.info = None
         if p.calibration_file:
             try:
-                self.info = load_camera_info(p.calibration_file)
+                self.info = load_camera_info(str(share.resolve_share(p.calibration_file)))
             except CameraError as err:
                 raise ParameterError('calibration_file', p.calibration_file, str(err)) from err
         self.diag = NodeDiagnostics(self, 'camera')

@@ -84,6 +84,7 @@ class FusionNode(lifecycle.DeviceNode):
         self._last_stamp: dict[str, int] = {}
         self.camera: ShmSubscription | None = None
         self.hearing: HearingInput | None = None
+        self.camera_info: inputs.CameraInfoInput | None = None
         self.runner: FrameRunner | None = None
         self.rt_report: realtime.RealtimeReport | None = None
         self.rt_params: realtime.RealtimeParams | None = None
@@ -109,6 +110,7 @@ class FusionNode(lifecycle.DeviceNode):
         self.params, self.sync_params = p, groups['sync.']
         fusion_params, rt, hearing = groups['fusion.'], groups['rt.'], groups['hearing.']
         fusion_params = with_calibration(fusion_params, p.calibration)  # the mountings
+        self.imu_rot = fusion_params.imu_matrix()
         if len(self.sync_params.radars) != 1:
             raise ParameterError(
                 'sync.radars', self.sync_params.radars, 'fusion_node takes one radar stream'
@@ -118,20 +120,12 @@ class FusionNode(lifecycle.DeviceNode):
         tracker.defer_compiled()  # numba is loaded once the node is active (see activate)
         self.engine = FusionEngine(fusion_params, tracker=groups['tracker.'])
         self.detector_params: DetectorParams = groups['detector.']
-        parameters.apply_live(
-            self,
-            {
-                'tracker.': (tracker.TrackerParams, self._set_tracker),
-                'detector.': (DetectorParams, self._set_detector),
-                'hearing.': (HearingParams, self._set_hearing),
-            },
-        )
-        self.rig = CameraRig(
-            extra_cameras(p.cameras, fusion_params),
-            self._cond,
-            p.camera_match_s,
-            self.sync_params.camera_queue,
-        )
+        live: dict[str, Any] = {'tracker.': (tracker.TrackerParams, self._set_tracker),
+                                'detector.': (DetectorParams, self._set_detector),
+                                'hearing.': (HearingParams, self._set_hearing)}  # fmt: skip
+        parameters.apply_live(self, live)
+        rig = extra_cameras(p.cameras, fusion_params)
+        self.rig = CameraRig(rig, self._cond, p.camera_match_s, self.sync_params.camera_queue)
         self.runner = make_runner(p, rt, self.get_logger()) if p.backend != 'none' else None
         if self.runner is not None:
             self._set_detector(self.detector_params)
@@ -287,8 +281,11 @@ class FusionNode(lifecycle.DeviceNode):
         stamp = time_to_ns(msg.header.stamp)
         if not self._in_order('imu', stamp):
             return
+        gyro, accel = (g.x, g.y, g.z), (a.x, a.y, a.z)
+        if self.imu_rot is not None:  # a turned IMU: its axes into base_link's
+            gyro, accel = tuple(self.imu_rot @ gyro), tuple(self.imu_rot @ accel)
         with self._cond:
-            self.aligner.push_imu(stamp, (g.x, g.y, g.z), (a.x, a.y, a.z), time.time_ns())
+            self.aligner.push_imu(stamp, gyro, accel, time.time_ns())
             self._cond.notify()
         self._ack()
 
@@ -350,8 +347,7 @@ class FusionNode(lifecycle.DeviceNode):
                 prefault_at = 0.0  # not done yet: after the first frame
 
     def _process_ready(self, ready: list[AlignedFrame]) -> int:
-        assert self.work is not None
-        return self.work.process_ready(ready, self._stop, self._publish, self._ack)
+        return self.work.process_ready(ready, self._stop, self._publish, self._ack)  # type: ignore[union-attr]
 
     def _publish(self, aligned: AlignedFrame, released_ns: int, done: Processed) -> None:
         t0 = time.perf_counter_ns()
@@ -385,6 +381,7 @@ class FusionNode(lifecycle.DeviceNode):
         values['input_publishers'] = self.input_publishers()
         if self.hearing is not None:
             values.update(self.hearing.diagnostics())
+        values['intrinsics'] = self.camera_info.source if self.camera_info else 'parameters'
         w = self.work
         bad = w.torn or w.inference_errors or w.worker_errors or self.rejected
         self.diag.publish(Level.WARN if bad else Level.OK, f'{w.frames} frames fused', values)

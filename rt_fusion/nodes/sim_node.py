@@ -47,12 +47,13 @@ from rt_fusion.ros.shm_transport import ShmPublisher, segment_name
 
 CAMERA = graph.CAMERA_TOPIC
 # What the fusion node takes in (and acknowledges), published on the topics the generator's
-# streams are named after; camera_info goes out unacknowledged.
+# streams are named after.
 TYPES = {
     graph.RADAR_TOPIC: 'rt_fusion_msgs/msg/RadarObjects',
     graph.IMU_TOPIC: 'sensor_msgs/msg/Imu',
     graph.SPEED_TOPIC: 'geometry_msgs/msg/TwistStamped',
     graph.AUDIO_TOPIC: 'rt_fusion_msgs/msg/AudioChunk',
+    graph.CAMERA_INFO_TOPIC: 'sensor_msgs/msg/CameraInfo',  # the fusion's intrinsics
 }
 
 
@@ -331,7 +332,7 @@ class SimNode(lifecycle.DeviceNode):
                 self._acked.clear()
                 self.pubs[topic].publish(bytes(self.ts.serialize_cdr(msg, typename)))
             else:
-                continue  # camera_info, the IMU's device clock: the fusion takes neither
+                continue  # the IMU's device clock: the fusion does not take it
             self.sent += 1
             if not self._acked.wait(p.ack_timeout_s):
                 self.ack_timeouts += 1

@@ -83,6 +83,7 @@ IMU_TOPIC = 'imu/out/imu'
 # The vehicle's wheel speed (geometry_msgs/TwistStamped, from its CAN bus; std_msgs/Float64 too).
 SPEED_TOPIC = 'vehicle/speed'
 AUDIO_TOPIC = 'microphone/out/audio'
+CAMERA_INFO_TOPIC = 'camera/out/camera_info'  # sensor_msgs/CameraInfo: the camera's intrinsics
 OBJECTS_TOPIC = 'fusion/out/objects'
 ODOMETRY_TOPIC = 'fusion/out/odometry'
 TRAJECTORY_TOPIC = 'planner/out/trajectory'
@@ -101,6 +102,7 @@ FUSION = GraphNode(
     'fusion_node',
     (
         ('~/in/camera', CAMERA_TOPIC),
+        ('~/in/camera_info', CAMERA_INFO_TOPIC),
         ('~/in/imu', IMU_TOPIC),
         ('~/in/radar', RADAR_TOPIC),
         ('~/in/speed', SPEED_TOPIC),

@@ -595,3 +595,80 @@ def test_a_track_covariance_turns_into_the_vehicle_frame() -> None:
     assert (xx, xy, yy) == pytest.approx((1.0, 0.0, 4.0), abs=1e-12)
     ((xx, xy, yy),) = _rotated_cov(cov, math.cos(math.pi / 4), math.sin(math.pi / 4))
     assert xx + yy == pytest.approx(5.0) and xy == pytest.approx(-1.5)
+
+
+def test_camera_info_scaled_to_the_model_input_is_the_scenario_camera_s_intrinsics() -> None:
+    """The scenario camera's CameraInfo at 1920x1080 (and the same lens at 960x540) resized to
+    the 640x384 input: config/replay.yaml's fusion.fx, fy, cx, cy; D as it is."""
+    import yaml  # noqa: PLC0415
+
+    from rt_fusion.core.fusion import model_intrinsics  # noqa: PLC0415
+    from rt_fusion.core.scenario.sensors import CameraModel  # noqa: PLC0415
+    from tests.conftest import ROOT  # noqa: PLC0415
+
+    params = yaml.safe_load((ROOT / 'config' / 'replay.yaml').read_text())
+    want = params['fusion']['ros__parameters']['fusion']
+    for size in ((1920, 1080), (960, 540)):
+        info = CameraModel.sized(*size).camera_info()
+        fx, fy, cx, cy, d = model_intrinsics(
+            info['camera_matrix']['data'], info['distortion_coefficients']['data'], size,
+            (384, 640),
+        )  # fmt: skip
+        assert (fx, fy, cx, cy) == pytest.approx((want['fx'], want['fy'], want['cx'], want['cy']))
+        assert d == pytest.approx(tuple(want['distortion']))
+    with pytest.raises(ValueError, match='skew'):
+        model_intrinsics([1000.0, 2.0, 960.0, 0.0, 1000.0, 540.0, 0, 0, 1], [], (1920, 1080),
+                         (384, 640))  # fmt: skip
+    with pytest.raises(ValueError, match='not a camera'):
+        model_intrinsics([math.nan, 0.0, 960.0, 0.0, 1000.0, 540.0, 0, 0, 1], [], (1920, 1080),
+                         (384, 640))  # fmt: skip
+
+
+def test_a_pitched_and_turned_camera_places_what_it_sees_where_it_is() -> None:
+    """The scenario camera mounted 0.3 m left, turned 2° and looking 3° down renders road points
+    and raised points; placed back with the same mounting (camera_to_vehicle, and the fusion's
+    vectorised camera_block) they land where they are; with the level, straight mounting they
+    land metres off."""
+    from rt_fusion.core.perception.decoders import (  # noqa: PLC0415
+        CameraDetection,
+        CameraGeometry,
+        DecoderSpec,
+        camera_to_vehicle,
+    )
+    from rt_fusion.core.scenario.sensors import CameraModel  # noqa: PLC0415
+
+    mount = {'pos': (1.8, 0.3, 1.4), 'yaw': math.radians(2.0), 'pitch': math.radians(3.0)}
+    cam = dataclasses.replace(CameraModel(d=(0.0,) * 5), **mount)
+    geo = CameraGeometry(cam.fx, cam.fy, cam.cx, cam.cy, 1.8, 1.4, 0.3, (), *(mount['yaw'],
+                         mount['pitch']))  # fmt: skip
+    level = CameraGeometry(cam.fx, cam.fy, cam.cx, cam.cy, 1.8, 1.4)
+    road = np.array([[12.0, 1.5, 0.0], [30.0, -2.0, 0.0], [55.0, 3.5, 0.0]])
+    raised = road + np.array([0.0, 0.0, 0.8])
+    uv_road, _ = cam.project_pinhole(road)
+    uv_up, _ = cam.project_pinhole(raised)
+    axis = cam.to_camera(raised)[:, 0]  # a regressed depth: along the optical axis
+    dets = []
+    for (u0, v0), (u1, v1), d in zip(uv_road, uv_up, axis, strict=True):
+        dets.append(CameraDetection(0, 0.9, (u0 - 5, v0 - 20, u0 + 5, v0), (u0, v0), math.nan))
+        dets.append(CameraDetection(0, 0.9, (u1 - 5, v1 - 20, u1 + 5, v1), (u1, v1), float(d)))
+    want = np.repeat(road[:, :2], 2, axis=0)
+    got = np.array([camera_to_vehicle(d, geo)[:2] for d in dets])
+    assert got == pytest.approx(want, abs=1e-6)
+    # On the road below the boxes, a level camera's: metres off, or above its horizon (lost).
+    off = [camera_to_vehicle(d, level) for d in dets[0::2]]
+    assert all(o is None or math.dist(o[:2], w[:2]) > 2.0 for o, w in zip(off, road, strict=True))
+    params = FusionParams(
+        camera_y=0.3, camera_yaw=mount['yaw'], camera_pitch=mount['pitch'], fx=cam.fx,
+        fy=cam.fy, cx=cam.cx, cy=cam.cy, distortion=(0.0,) * 5, ego_speed_mps=0.0,
+    )  # fmt: skip
+    engine = FusionEngine(params)
+    engine.set_decoder(DecoderSpec.from_dict({'type': 'centernet', 'classes': ['car']}, 't'))
+    block = engine.camera_block(dets, (0.0, 0.0, 0.0)).block
+    from rt_fusion.core.perception import track_layout as tl  # noqa: PLC0415
+
+    # along the keypoints' rays (the regressed depths) as camera_to_vehicle; on the road below
+    # the boxes plus half a car's length further along the same level ray
+    assert block[1::2, tl.DXY : tl.DXY + 2] == pytest.approx(want[1::2], abs=1e-6)
+    ahead = block[0::2, tl.DXY : tl.DXY + 2] - np.array([1.8, 0.3])
+    assert np.hypot(*ahead.T) == pytest.approx(np.hypot(*(want[0::2] - [1.8, 0.3]).T) + 2.25,
+                                               abs=0.05)  # fmt: skip

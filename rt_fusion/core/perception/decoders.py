@@ -398,6 +398,7 @@ class CameraGeometry:
     y: float = 0.0  # left of base_link [m]
     d: tuple[float, ...] = ()  # plumb_bob k1 k2 p1 p2 k3 (camera_info D); empty or 0: pinhole
     yaw: float = 0.0  # relative to base_link [rad] (0: looking ahead; camera_block places it)
+    pitch: float = 0.0  # about its y axis after the yaw [rad]: > 0 looks down
 
 
 def camera_to_vehicle(
@@ -406,8 +407,10 @@ def camera_to_vehicle(
     """(x, y, range) of the detection's centre in base_link [m]; None when not on the road ahead.
 
     With a regressed depth: along the ray of the keypoint. Without: the bottom edge of the box
-    meets a flat road (``depth = fy * height / (v1 - cy)``), then ``half_length`` further (the
-    camera sees the near face of the object). A lens (``geo.d``) is undone first.
+    meets a flat road (``depth = fy * height / (v1 - cy)`` for a level camera; a pitched one's
+    rays leave it tilted), then ``half_length`` further (the camera sees the near face of the
+    object). The camera's yaw turns the result into base_link. A lens (``geo.d``) is undone
+    first.
     """
     if any(geo.d):
         k = (geo.fx, geo.fy, geo.cx, geo.cy)
@@ -415,15 +418,19 @@ def camera_to_vehicle(
             [det.keypoint, (0.5 * (det.box[0] + det.box[2]), det.box[3])], k, geo.d
         )
         det = dataclasses.replace(det, keypoint=(ku, kv), box=(bu, det.box[1], bu, bv))
+    cp, sp = math.cos(geo.pitch), math.sin(geo.pitch)
     if math.isfinite(det.depth) and det.depth > 0.0:
-        depth = det.depth
+        run = cp - sp * (det.keypoint[1] - geo.cy) / geo.fy  # level run per unit of the axis
+        depth = det.depth * run  # level distance ahead of the camera
         u = det.keypoint[0]
     else:
         below = det.box[3] - geo.cy
-        if below <= 1.0:
+        if sp * geo.fy + cp * below <= cp:
             return None  # at or above the horizon: no ground contact
-        depth = geo.fy * geo.height / below + half_length
+        run = cp - sp * below / geo.fy
+        depth = geo.height / (sp + cp * below / geo.fy) * run + half_length
         u = 0.5 * (det.box[0] + det.box[2])
-    x = geo.x + depth
-    y = geo.y - (u - geo.cx) * depth / geo.fx
-    return x, y, math.hypot(depth, y - geo.y)
+    ahead, left = depth, -(u - geo.cx) * depth / (geo.fx * run)
+    c, s = math.cos(geo.yaw), math.sin(geo.yaw)
+    x, y = geo.x + c * ahead - s * left, geo.y + s * ahead + c * left
+    return x, y, math.hypot(ahead, left)

@@ -461,7 +461,7 @@ def _canvas(cam: CameraModel) -> tuple[CameraModel, Any, Any, npt.NDArray[np.flo
 @functools.lru_cache(maxsize=16)
 def _background(canvas: CameraModel, look: Look) -> npt.NDArray[np.float32]:
     h, w = canvas.height, canvas.width
-    horizon = min(max(int(canvas.cy), 1), h - 1)
+    horizon = min(max(int(canvas.horizon_v()), 1), h - 1)
     img = np.empty((h, w, 3), np.float32)
     img[:horizon] = np.linspace(1.0, 0.6, horizon)[:, None, None] * np.array(
         look.sky_bgr, np.float32

@@ -91,6 +91,7 @@ class CameraModel:
     d: tuple[float, float, float, float, float] = LENS_D
     pos: tuple[float, float, float] = CAMERA_POS
     yaw: float = 0.0
+    pitch: float = 0.0  # about its y axis after the yaw (REP-103): > 0 looks down
 
     def mounted(self, name: str) -> CameraModel:
         """This camera (size, lens) at one of :data:`MOUNTS`.
@@ -106,10 +107,17 @@ class CameraModel:
     def to_camera(self, pts: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
         """base_link points (N, 3) -> (forward, left, up) from the camera (N, 3)."""
         d = pts - np.asarray(self.pos, np.float64)
-        if self.yaw == 0.0:
-            return d
-        c, s = math.cos(self.yaw), math.sin(self.yaw)
-        return np.column_stack([c * d[:, 0] + s * d[:, 1], -s * d[:, 0] + c * d[:, 1], d[:, 2]])
+        if self.yaw != 0.0:
+            c, s = math.cos(self.yaw), math.sin(self.yaw)
+            d = np.column_stack([c * d[:, 0] + s * d[:, 1], -s * d[:, 0] + c * d[:, 1], d[:, 2]])
+        if self.pitch != 0.0:  # looking down by pitch: the axis is (cos, 0, -sin) on the level
+            c, s = math.cos(self.pitch), math.sin(self.pitch)
+            d = np.column_stack([c * d[:, 0] - s * d[:, 2], d[:, 1], s * d[:, 0] + c * d[:, 2]])
+        return d
+
+    def horizon_v(self) -> float:
+        """The image row of the horizon (pinhole): cy, moved up as the camera looks down."""
+        return self.cy - self.fy * math.tan(self.pitch)
 
     @classmethod
     def sized(cls, width: int, height: int) -> CameraModel:

@@ -102,6 +102,13 @@ class FusionNodeParams:
         "('': those parameters)",
         default='',
     )
+    intrinsics: str = param(
+        "the front camera's intrinsics and lens: camera_info (~/in/camera_info, the camera's "
+        'calibration, scaled to the model input; fusion.fx ... until the first arrives) or '
+        'parameters (fusion.fx, fusion.fy, fusion.cx, fusion.cy, fusion.distortion alone)',
+        default='camera_info',
+        choices=('camera_info', 'parameters'),
+    )
     speed_type: str = param(
         "~/in/speed's type: twist (geometry_msgs/TwistStamped, twist.linear.x; its stamp aligns "
         'it with the frames) or float64 (std_msgs/Float64 without a stamp, applied as it '

@@ -231,10 +231,10 @@ def make_bag(
     seconds: float,
     camera: tuple[int, int],
     out: Path,
-    mount: tuple[float, float, float, float] | None = None,
+    mount: tuple[float, float, float, float, float] | None = None,
 ) -> Path:
     """Generates the scenario into ``out`` unless it is already there (same name, seed, length,
-    camera, generator); ``mount``: the front camera's x, y, z [m] and yaw [rad] on base_link
+    camera, generator); ``mount``: the front camera's x, y, z [m], yaw, pitch [rad] on base_link
     (default the rig's, :data:`~rt_fusion.core.scenario.sensors.CAMERA_POS`, looking ahead)."""
     folder = out / run_name(name, seed, seconds) / 'scenario'
     # Reused only when made by this very generator from this very description: a bag from an
@@ -249,19 +249,20 @@ def make_bag(
             shutil.rmtree(folder)
         model = CameraModel.sized(*camera)
         if mount is not None:
-            model = dataclasses.replace(model, pos=mount[:3], yaw=mount[3])
+            model = dataclasses.replace(model, pos=mount[:3], yaw=mount[3], pitch=mount[4])
         generate(scenario, seconds, seed, folder, camera=model)
         stamp.write_text(key)
     return folder
 
 
-def parse_mount(text: str) -> tuple[float, float, float, float]:
-    """``X,Y,Z,YAW`` (metres, degrees) as (x, y, z, yaw [rad]).
+def parse_mount(text: str) -> tuple[float, float, float, float, float]:
+    """``X,Y,Z,YAW[,PITCH]`` (metres, degrees) as (x, y, z, yaw, pitch [rad]).
 
     Raises:
-        ValueError: not four finite numbers.
+        ValueError: not four or five finite numbers.
     """
     parts = [float(v) for v in text.split(',')]
-    if len(parts) != 4 or not all(math.isfinite(v) for v in parts):
-        raise ValueError(f'{text!r}: X,Y,Z,YAW (m, m, m, degrees)')
-    return parts[0], parts[1], parts[2], math.radians(parts[3])
+    if len(parts) not in (4, 5) or not all(math.isfinite(v) for v in parts):
+        raise ValueError(f'{text!r}: X,Y,Z,YAW[,PITCH] (m, m, m, degrees, degrees)')
+    yaw, pitch = math.radians(parts[3]), math.radians(parts[4] if len(parts) == 5 else 0.0)
+    return parts[0], parts[1], parts[2], yaw, pitch
