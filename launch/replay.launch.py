@@ -101,6 +101,7 @@ def generate_launch_description() -> LaunchDescription:
             description="every node on the replay's /clock (the recorded time; restamp off)",
         ),
         graph.declare_namespace(),
+        graph.declare_frame_prefix(),
     ]
 
     def nodes(context: LaunchContext) -> list[object]:
@@ -148,12 +149,18 @@ def generate_launch_description() -> LaunchDescription:
             'speed_type': 'float64' if old else 'twist',
             **calibration,  # the mountings: the same file as /tf_static's
         }
+        frames = graph.frames(context)  # frame_prefix
         nodes = {
-            graph.CALIBRATION.name: graph.launch_node(graph.CALIBRATION, [calibration, clock]),
-            graph.FUSION.name: graph.launch_node(
-                graph.with_cameras(graph.FUSION, extra), [config, fusion, clock]
+            graph.CALIBRATION.name: graph.launch_node(
+                graph.CALIBRATION, [calibration, clock, frames.get('calibration', {})]
             ),
-            graph.PLANNER.name: graph.launch_node(graph.PLANNER, [config, clock]),
+            graph.FUSION.name: graph.launch_node(
+                graph.with_cameras(graph.FUSION, extra),
+                [config, fusion, clock, frames.get('fusion', {})],
+            ),
+            graph.PLANNER.name: graph.launch_node(
+                graph.PLANNER, [config, clock, frames.get('planner', {})]
+            ),
             graph.REPLAY.name: graph.launch_node(
                 graph.REPLAY, [replay_params, topics, shm, radar, replay, clock]
             ),

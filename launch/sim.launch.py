@@ -76,6 +76,7 @@ def generate_launch_description() -> LaunchDescription:
             description="the vehicle's sensor mountings, published on /tf_static",
         ),
         graph.declare_namespace(),
+        graph.declare_frame_prefix(),
     ]
 
     def nodes(context: LaunchContext) -> list[object]:
@@ -87,13 +88,17 @@ def generate_launch_description() -> LaunchDescription:
         closed = {'fusion': {'ack_topic': ACK}, 'planner': {'clock': 'stamps'}}
         managed = graph.MANAGED
         calibration = {'calibration': LaunchConfiguration('calibration')}
+        frames = graph.frames(context)  # frame_prefix
         nodes = {
-            graph.CALIBRATION.name: graph.launch_node(graph.CALIBRATION, [calibration, managed]),
+            graph.CALIBRATION.name: graph.launch_node(
+                graph.CALIBRATION, [calibration, managed, frames.get('calibration', {})]
+            ),
             graph.FUSION.name: graph.launch_node(
-                graph.FUSION, [config, closed['fusion'], calibration, managed]
+                graph.FUSION,
+                [config, closed['fusion'], calibration, managed, frames.get('fusion', {})],
             ),
             graph.PLANNER.name: graph.launch_node(
-                graph.PLANNER, [config, closed['planner'], managed]
+                graph.PLANNER, [config, closed['planner'], managed, frames.get('planner', {})]
             ),
             graph.SIM.name: graph.launch_node(graph.SIM, [sim, {'ack_topic': ACK}, managed]),
         }

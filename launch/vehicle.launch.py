@@ -181,6 +181,7 @@ def _graph(context: LaunchContext) -> list[object]:
             keeper.STANDBY_ENV: '1' if _true(context, 'standby') else '0',
         }
     nodes: dict[str, object] = {}
+    frames = graph.frames(context)
     for node in graph.VEHICLE:
         if not _true(context, node.name):
             continue
@@ -191,6 +192,7 @@ def _graph(context: LaunchContext) -> list[object]:
             parameters.append(emulated[node.name])
         if not respawn:  # the bring-up node configures and activates it
             parameters.append(graph.MANAGED)
+        parameters.append(frames.get(node.name, {}))  # frame_prefix
         nodes[node.name] = graph.launch_node(
             node,
             parameters,
@@ -298,6 +300,7 @@ def generate_launch_description() -> LaunchDescription:
             'it; any other node that fails ends the graph',
         ),
         graph.declare_namespace(),
+        graph.declare_frame_prefix(),
     ]
     for node in graph.VEHICLE:
         actions.append(

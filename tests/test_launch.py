@@ -134,8 +134,8 @@ def test_the_description_builds_where_launch_ros_exists() -> None:
     module = _vehicle_launch()
     description = module.generate_launch_description()
     # config, overrides, emulate, data, log_level, respawn, respawn_delay, warm_restart,
-    # standby, dds_profile, optional, namespace, one switch per node, and the graph.
-    assert len(description.entities) == 12 + len(_graph()) + 1
+    # standby, dds_profile, optional, namespace, frame_prefix, one switch per node, the graph.
+    assert len(description.entities) == 13 + len(_graph()) + 1
 
 
 @pytest.mark.parametrize('text', ['soon', '-1', 'nan'])
@@ -388,6 +388,8 @@ def test_two_namespaced_replays_share_a_machine_each_fusing_its_own_bag(
         )
         for car in bags
     }
+    # Each vehicle's frames under its name on the shared /tf (frame_prefix).
+    tf = procs.echo(graph.TF_TOPIC, 'tf2_msgs/msg/TFMessage', '--count', '100', '--timeout', '240')
     env = {'AMENT_PREFIX_PATH': str(VENV)}
     launches = {
         car: procs.spawn(
@@ -398,6 +400,7 @@ def test_two_namespaced_replays_share_a_machine_each_fusing_its_own_bag(
                 'replay.launch.py',
                 f'bag:={bag}',
                 f'namespace:={car}',
+                f'frame_prefix:={car}/',
                 'rate:=0.25',
             ],
             f'ros2 launch {car}',
@@ -434,6 +437,11 @@ def test_two_namespaced_replays_share_a_machine_each_fusing_its_own_bag(
         )
     ours = (f'rt_fusion_d{domain}_car1_', f'rt_fusion_d{domain}_car2_')
     assert rings and all(r.startswith(ours) for r in rings), rings
+    poses, _ = tf.messages(deadline_s=240)
+    pairs = {
+        (t['header']['frame_id'], t['child_frame_id']) for m in poses for t in m['transforms']
+    }
+    assert pairs == {('car1/odom', 'car1/base_link'), ('car2/odom', 'car2/base_link')}, pairs
     for launch in launches.values():
         launch.stop(timeout_s=60.0)
 

@@ -32,15 +32,23 @@ class CalibrationParams:
         "the vehicle's calibration YAML (relative: to the package's share or the repository)",
         default='config/calibration/scenario.yaml',
     )
+    frame_prefix: str = param(
+        "put before every frame of the file ('car1/': car1/base_link -> car1/camera): two "
+        "vehicles' graphs on one machine share /tf_static",
+        default='',
+    )
 
 
-def transforms(cal: calibration.Calibration, stamp: Any) -> list[TransformStamped]:
-    """One ``TransformStamped`` per sensor mounting, from the base frame."""
+def transforms(
+    cal: calibration.Calibration, stamp: Any, prefix: str = ''
+) -> list[TransformStamped]:
+    """One ``TransformStamped`` per sensor mounting, from the base frame (each frame with
+    ``prefix`` before it)."""
     out = []
     for m in cal.sensors:
         t = TransformStamped()
         t.header.stamp = stamp
-        t.header.frame_id, t.child_frame_id = cal.base_frame, m.frame
+        t.header.frame_id, t.child_frame_id = prefix + cal.base_frame, prefix + m.frame
         t.transform.translation.x, t.transform.translation.y = m.x, m.y
         t.transform.translation.z = m.z
         r = t.transform.rotation
@@ -61,7 +69,7 @@ class CalibrationNode(lifecycle.DeviceNode):
 
     def configure(self) -> None:
         """Reads and checks the file; the latched publisher."""
-        p = parameters.declare_params(self, CalibrationParams)
+        p = self.p = parameters.declare_params(self, CalibrationParams)
         path = share.resolve_share(p.calibration)
         try:
             self.cal = calibration.load(path)
@@ -79,7 +87,7 @@ class CalibrationNode(lifecycle.DeviceNode):
         """Publishes the mountings once (latched)."""
         assert self.cal is not None
         stamp = self.get_clock().now().to_msg()
-        self.pub.publish(TFMessage(transforms=transforms(self.cal, stamp)))
+        self.pub.publish(TFMessage(transforms=transforms(self.cal, stamp, self.p.frame_prefix)))
         self.diag.publish(
             Level.OK,
             f'{len(self.cal.sensors)} sensor frames on {graph.TF_STATIC_TOPIC}',

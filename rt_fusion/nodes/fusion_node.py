@@ -103,13 +103,13 @@ class FusionNode(lifecycle.DeviceNode):
     def configure(self) -> None:
         """Parameters, model, subscriptions, publishers; the real-time set-up last."""
         groups: dict[str, Any] = {
-            prefix: parameters.declare_params(self, c, prefix, live=prefix in LIVE)
+            prefix: parameters.declare_params(self, c, prefix, prefix in LIVE, prefix != 'fusion.')
             for c, prefix in PARAM_GROUPS
         }
         p: FusionNodeParams = groups['']
         self.params, self.sync_params = p, groups['sync.']
         fusion_params, rt, hearing = groups['fusion.'], groups['rt.'], groups['hearing.']
-        fusion_params = with_calibration(fusion_params, p.calibration)  # the mountings
+        fusion_params = with_calibration(self, fusion_params, p)  # the mountings
         self.imu_rot = fusion_params.imu_matrix()
         if len(self.sync_params.radars) != 1:
             raise ParameterError(

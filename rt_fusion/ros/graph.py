@@ -236,6 +236,32 @@ def declare_namespace() -> Any:
     )
 
 
+def declare_frame_prefix() -> Any:
+    """The launch argument ``frame_prefix``: before every TF frame the graph publishes."""
+    from launch.actions import DeclareLaunchArgument  # noqa: PLC0415
+
+    return DeclareLaunchArgument(
+        'frame_prefix',
+        default_value='',
+        description='before every TF frame of the graph (car1/: car1/odom -> car1/base_link -> '
+        'car1/camera), so namespaced graphs on one machine share /tf and /tf_static',
+    )
+
+
+def frames(context: Any) -> dict[str, dict[str, str]]:
+    """Per node, the frame parameters that ``frame_prefix`` sets (none when it is empty)."""
+    from launch.substitutions import LaunchConfiguration  # noqa: PLC0415
+
+    prefix = LaunchConfiguration('frame_prefix').perform(context)
+    if not prefix:
+        return {}
+    return {
+        CALIBRATION.name: {'frame_prefix': prefix},
+        FUSION.name: {'odom_frame': f'{prefix}odom', 'base_frame': f'{prefix}base_link'},
+        PLANNER.name: {'frame_id': f'{prefix}odom'},
+    }
+
+
 def in_namespace(context: Any, actions: list[Any]) -> list[Any]:
     """``actions`` under the launch argument ``namespace`` (as they are when it is empty)."""
     from launch.actions import GroupAction  # noqa: PLC0415

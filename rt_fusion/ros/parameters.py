@@ -68,12 +68,15 @@ def _descriptor(field: params.ParamField, live: bool = False) -> ParameterDescri
     return desc
 
 
-def declare_params(node: Node, cls: type[T], prefix: str = '', live: bool = False) -> T:
+def declare_params(
+    node: Node, cls: type[T], prefix: str = '', live: bool = False, warn: bool = True
+) -> T:
     """Declares every field of the parameter dataclass ``cls`` on ``node`` and reads it back.
 
     Fields without a default are declared without a value: a parameter file must set them.
     ``live``: the node applies new values while it runs (:func:`apply_live`); otherwise the
-    parameters are read-only.
+    parameters are read-only. ``warn``: say which calibration parameters are left on their
+    defaults (false: the node says it, knowing its other sources).
 
     Raises:
         ParameterError: naming the parameter that is missing, mistyped or out of range.
@@ -111,7 +114,7 @@ def declare_params(node: Node, cls: type[T], prefix: str = '', live: bool = Fals
         for f in params.fields(cls)
         if f.spec.calibration and prefix + f.name not in node._parameter_overrides
     ]
-    if defaulted:
+    if defaulted and warn:
         node.get_logger().warning(
             "vehicle calibration not set, on the generated scenarios' defaults: "
             + ', '.join(defaulted)

@@ -4,6 +4,7 @@ file is checked against it)."""
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from rt_fusion.core import calibration, params, realtime
 from rt_fusion.core.errors import ParameterError
@@ -174,18 +175,37 @@ PARAM_GROUPS: tuple[tuple[type, str], ...] = (
 LIVE = ('tracker.', 'detector.', 'hearing.')
 
 
-def with_calibration(fusion: FusionParams, path: str) -> FusionParams:
-    """``fusion`` with the mountings of the calibration file at ``path`` ('' : as it is).
+def with_calibration(node: Any, fusion: FusionParams, p: FusionNodeParams) -> FusionParams:
+    """``fusion`` with the mountings of the calibration file ``p.calibration`` ('': as it is);
+    says on ``node`` which calibration values are left on the generated scenarios' defaults
+    (neither in the parameter file nor in the calibration file nor, with ``intrinsics:
+    camera_info``, the camera's CameraInfo).
 
     Raises:
         ParameterError: the file cannot be read or used (as ``calibration``), or a mounting
             breaks a rule of the fusion's parameters (by its name).
     """
-    if not path:
-        return fusion
-    resolved = share.resolve_share(path)
-    try:
-        mounting = calibration.fusion_mounting(calibration.load(resolved))
-    except calibration.CalibrationError as err:
-        raise ParameterError('calibration', str(resolved), str(err)) from err
+    mounting: dict[str, float] = {}
+    if p.calibration:
+        resolved = share.resolve_share(p.calibration)
+        try:
+            mounting = calibration.fusion_mounting(calibration.load(resolved))
+        except calibration.CalibrationError as err:
+            raise ParameterError('calibration', str(resolved), str(err)) from err
+    covered = set(mounting)
+    if p.intrinsics == 'camera_info':
+        covered |= {'fx', 'fy', 'cx', 'cy', 'distortion'}
+    defaulted = [
+        f'fusion.{f.name}'
+        for f in params.fields(FusionParams)
+        if f.spec.calibration
+        and f.name not in covered
+        and f'fusion.{f.name}' not in node._parameter_overrides
+    ]
+    if defaulted:
+        node.get_logger().warning(
+            "vehicle calibration not set, on the generated scenarios' defaults: "
+            + ', '.join(defaulted)
+            + ' (set them in the calibration file or the parameter file)'
+        )
     return params.build(FusionParams, {**dataclasses.asdict(fusion), **mounting})
