@@ -660,6 +660,7 @@ def test_a_pitched_and_turned_camera_places_what_it_sees_where_it_is() -> None:
     params = FusionParams(
         camera_y=0.3, camera_yaw=mount['yaw'], camera_pitch=mount['pitch'], fx=cam.fx,
         fy=cam.fy, cx=cam.cx, cy=cam.cy, distortion=(0.0,) * 5, ego_speed_mps=0.0,
+        regressed_depth_max_pitch=0.1,  # the geometry of a regressed depth, pitched
     )  # fmt: skip
     engine = FusionEngine(params)
     engine.set_decoder(DecoderSpec.from_dict({'type': 'centernet', 'classes': ['car']}, 't'))
