@@ -294,7 +294,7 @@ class FusionParams:
         low=0.0,
     )
     regressed_depth_max_pitch: float = param(
-        "a camera pitched more than this places its detections by the road below their boxes, "
+        'a camera pitched more than this places its detections by the road below their boxes, '
         "not by the detector's regressed depth: the shipped detector learned depths from a "
         'level camera, and from a camera looking 2° down they come out 25-50 % short',
         unit='rad',

@@ -68,7 +68,6 @@ class HearingInput:
         ack: Callable[[], None] | None = None,
         topic: str = '~/in/audio',
         events_topic: str = '~/out/audio_events',
-        lossless: bool = False,
     ) -> None:
         self.node = node
         self._ack = ack or (lambda: None)
@@ -99,13 +98,10 @@ class HearingInput:
             AudioChunk,
             topic,
             self._on_chunk,
-            # Best effort matches any microphone driver; lock-step replays lose nothing.
-            QoSProfile(
-                depth=64,
-                reliability=ReliabilityPolicy.RELIABLE
-                if lossless
-                else ReliabilityPolicy.BEST_EFFORT,
-            ),
+            # Reliable, live too: every block counts for the hearing (best effort lost 4 of a
+            # test's blocks on a loaded machine); a best-effort microphone driver takes a QoS
+            # override (qos_overrides.<topic>.subscription.reliability: best_effort).
+            QoSProfile(depth=64, reliability=ReliabilityPolicy.RELIABLE),
             qos_overriding_options=OVERRIDABLE,
         )
         self._thread = threading.Thread(target=self._work, name='hearing', daemon=True)

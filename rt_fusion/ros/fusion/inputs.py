@@ -64,7 +64,7 @@ def subscribe(node: Any, p: FusionNodeParams, hearing: Any) -> HearingInput | No
             raise ParameterError('hearing_model', str(spec_path), str(err)) from err
         return HearingInput(
             node, model, hearing, ack=node._ack, topic='~/in/audio',
-            events_topic='~/out/audio_events', lossless=bool(p.ack_topic),
+            events_topic='~/out/audio_events',
         )  # fmt: skip
     if p.ack_topic:
         # No hearing: the blocks are taken in unused and acknowledged (a lock-step replay of

@@ -269,6 +269,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if bad:
         print(f'rt_fusion: launch arguments must be name:=value, got {bad}', file=sys.stderr)
         return 2
+    # A tool started in the background (``cmd &``) inherits SIGINT ignored; launch would then
+    # never stop on it, and nodes stopped by it were respawned (respawn:=true).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     service = launch.LaunchService()
     service.include_launch_description(
         launch.LaunchDescription(
