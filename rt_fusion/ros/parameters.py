@@ -6,7 +6,7 @@ refused.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, TypeVar
 
 from rcl_interfaces.msg import IntegerRange, ParameterDescriptor, SetParametersResult
@@ -68,6 +68,28 @@ def _descriptor(field: params.ParamField, live: bool = False) -> ParameterDescri
     return desc
 
 
+def warn_uncalibrated(
+    node: Node, cls: type, prefix: str = '', covered: Iterable[str] = ()
+) -> None:
+    """Says which calibration parameters of ``cls`` the node is left on their defaults for: set
+    neither in its parameter file nor by another source (``covered``: field names)."""
+    skip = set(covered)
+    defaulted = [
+        prefix + f.name
+        for f in params.fields(cls)
+        if f.spec.calibration
+        and f.name not in skip
+        and prefix + f.name not in node._parameter_overrides
+    ]
+    if defaulted:
+        node.get_logger().warning(
+            "vehicle calibration not set, on the generated scenarios' defaults: "
+            + ', '.join(defaulted)
+            + (' (set them in the calibration file or' if skip else ' (set them in')
+            + ' the parameter file)'
+        )
+
+
 def declare_params(
     node: Node, cls: type[T], prefix: str = '', live: bool = False, warn: bool = True
 ) -> T:
@@ -109,17 +131,8 @@ def declare_params(
             values[field.name] = None if field.required else field.default
         except (InvalidParameterValueException, InvalidParameterTypeException) as err:
             raise ParameterError(name, None, str(err)) from err
-    defaulted = [
-        prefix + f.name
-        for f in params.fields(cls)
-        if f.spec.calibration and prefix + f.name not in node._parameter_overrides
-    ]
-    if defaulted and warn:
-        node.get_logger().warning(
-            "vehicle calibration not set, on the generated scenarios' defaults: "
-            + ', '.join(defaulted)
-            + ' (set them in the parameter file)'
-        )
+    if warn:
+        warn_uncalibrated(node, cls, prefix)
     try:
         return params.build(cls, values)
     except ParameterError as err:

@@ -13,7 +13,7 @@ from rt_fusion.core.params import param
 from rt_fusion.core.perception.hearing import HearingParams
 from rt_fusion.core.perception.tracker import TrackerParams
 from rt_fusion.core.sync import SyncParams
-from rt_fusion.ros import share
+from rt_fusion.ros import parameters, share
 
 
 @dataclasses.dataclass(frozen=True)
@@ -195,17 +195,5 @@ def with_calibration(node: Any, fusion: FusionParams, p: FusionNodeParams) -> Fu
     covered = set(mounting)
     if p.intrinsics == 'camera_info':
         covered |= {'fx', 'fy', 'cx', 'cy', 'distortion'}
-    defaulted = [
-        f'fusion.{f.name}'
-        for f in params.fields(FusionParams)
-        if f.spec.calibration
-        and f.name not in covered
-        and f'fusion.{f.name}' not in node._parameter_overrides
-    ]
-    if defaulted:
-        node.get_logger().warning(
-            "vehicle calibration not set, on the generated scenarios' defaults: "
-            + ', '.join(defaulted)
-            + ' (set them in the calibration file or the parameter file)'
-        )
+    parameters.warn_uncalibrated(node, FusionParams, 'fusion.', covered)
     return params.build(FusionParams, {**dataclasses.asdict(fusion), **mounting})

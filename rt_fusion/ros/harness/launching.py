@@ -154,18 +154,9 @@ class LaunchedGraph:
 
         SIGINT goes to the whole process group: launch, seeing a SIGINT, assumes the terminal
         sent it to every process and forwards none (its children then only get SIGTERM after
-        five seconds, as the end of every evaluation run showed). Launch gets it first, and the
-        nodes once it says it is stopping: nodes that ended before launch knew were respawned
-        (``respawn:=true``) and outlived the stop on a loaded machine.
+        five seconds, as the end of every evaluation run showed).
         """
         if self.popen.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self.popen.pid, signal.SIGINT)
-            end = time.monotonic() + 5.0
-            while time.monotonic() < end and self.popen.poll() is None:
-                if any('user interrupted with ctrl-c' in x for x in self.history[-50:]):
-                    break
-                time.sleep(0.02)  # paced: launch's own log line, pumped by another thread
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.popen.pid, signal.SIGINT)
             try:
