@@ -116,11 +116,13 @@ class Bringup:
         """The bring-up, then the watch, in a thread of their own."""
         self._thread.start()
 
-    def close(self) -> None:
-        """Ends the watch (before the node is destroyed)."""
+    def close(self, timeout_s: float = 5.0) -> bool:
+        """Ends the bring-up or the watch (before the node is destroyed): every wait returns at
+        once. False when the thread did not end within ``timeout_s``."""
         self.finished.set()
         if self._thread.is_alive():
-            self._thread.join(10.0)
+            self._thread.join(timeout_s)
+        return not self._thread.is_alive()
 
     # -- /rosout: why a node failed ----------------------------------------------------------
 
@@ -131,11 +133,16 @@ class Bringup:
     # -- service calls, waited for in this thread ---------------------------------------------
 
     def _wait(self, future: Any, timeout_s: float) -> Any:
+        """The call's result; None after ``timeout_s`` or once the node is ending (a stop: the
+        answer may never come once the executor stops spinning, and the process must not wait
+        for it)."""
         done = threading.Event()
         future.add_done_callback(lambda _f: done.set())
-        if not done.wait(timeout_s):
-            future.cancel()
-            return None
+        deadline = time.monotonic() + timeout_s
+        while not done.wait(0.05):  # paced: the answer, or the node's end
+            if self.finished.is_set() or time.monotonic() >= deadline:
+                future.cancel()
+                return None
         return future.result()
 
     def state(self, name: str, timeout_s: float = 5.0) -> int:
@@ -157,7 +164,7 @@ class Bringup:
     def _appear(self, deadline: float) -> list[str]:
         """Waits until every node's lifecycle services answer; the names that never did."""
         missing = list(self.p.nodes)
-        while missing and time.monotonic() < deadline:
+        while missing and time.monotonic() < deadline and not self.finished.is_set():
             missing = [
                 n
                 for n in missing
@@ -199,7 +206,7 @@ class Bringup:
     def _await_active(self, deadline: float) -> None:
         """drive false: the nodes bring themselves up; wait until each is active."""
         pending = list(self.p.nodes)
-        while pending and time.monotonic() < deadline:
+        while pending and time.monotonic() < deadline and not self.finished.is_set():
             pending = [n for n in pending if self.state(n) != State.PRIMARY_STATE_ACTIVE]
             if pending:
                 self.finished.wait(0.1)  # paced: their own start-up
@@ -220,6 +227,10 @@ class Bringup:
                 else:
                     self._await_active(deadline)
         except BringupError as err:
+            if self.finished.is_set():  # stopped (SIGINT) while it brought the graph up
+                log.info('bring-up: stopped before the graph was up')
+                self.done.set()
+                return
             log.fatal(f'bring-up: {err}; stopping the graph')
             self.exit_status = 1
             self.done.set()

@@ -116,3 +116,59 @@ def test_an_optional_node_that_fails_is_left_out_and_the_rest_comes_up(graph: An
     _until(bringup.done.is_set)
     assert bringup.exit_status == 0 and bringup.left_out == {'calibration'}
     assert _labels(nodes) == {'calibration': 'unconfigured', 'planner': 'active'}
+
+
+@pytest.mark.parametrize('signum', ['SIGINT', 'SIGTERM'])
+def test_a_stop_while_a_call_is_unanswered_ends_the_process_at_once(
+    signum: str, procs: Any
+) -> None:
+    """The bring-up node process, stopped while it waits on a node that never answers (a CI
+    launch escalated to SIGKILL: the bring-up thread waited out its 60-s timeout): it ends
+    cleanly, with status 0, well before the call's timeout could end it."""
+    import os  # noqa: PLC0415
+    import signal  # noqa: PLC0415
+
+    import rclpy  # noqa: PLC0415
+    from lifecycle_msgs.srv import ChangeState, GetState  # noqa: PLC0415
+    from rclpy.callback_groups import ReentrantCallbackGroup  # noqa: PLC0415
+    from rclpy.executors import MultiThreadedExecutor  # noqa: PLC0415
+
+    asked = threading.Event()
+    release = threading.Event()
+
+    def never(_req: Any, res: Any) -> Any:  # a node whose executor is stuck
+        asked.set()
+        release.wait(600)
+        return res
+
+    domain = int(procs.env['ROS_DOMAIN_ID'])
+    with ros_context(domain) as context:
+        ghost = rclpy.create_node('ghost', context=context)
+        group = ReentrantCallbackGroup()
+        ghost.create_service(GetState, 'ghost/get_state', never, callback_group=group)
+        ghost.create_service(ChangeState, 'ghost/change_state', never, callback_group=group)
+        executor = MultiThreadedExecutor(num_threads=2, context=context)
+        executor.add_node(ghost)
+        stop = threading.Event()
+
+        def spin() -> None:
+            while not stop.is_set():
+                executor.spin_once(timeout_sec=0.05)
+
+        spinner = threading.Thread(target=spin, daemon=True)
+        spinner.start()
+        try:
+            proc = procs.node(
+                'bringup_node', '-r', '__node:=bringup', '-p', 'nodes:=[ghost]',
+                '-p', 'timeout_s:=600.0',
+            )  # fmt: skip
+            assert asked.wait(120), proc.tail()
+            os.kill(proc.popen.pid, getattr(signal, signum))
+            assert proc.wait(timeout_s=120) == 0, proc.tail()
+            assert any('stopped before the graph was up' in x for x in proc.stderr), proc.tail()
+        finally:
+            release.set()
+            stop.set()
+            spinner.join(5)
+            executor.shutdown()
+            ghost.destroy_node()
