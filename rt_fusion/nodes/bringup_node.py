@@ -14,7 +14,7 @@ from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.signals import SignalHandlerOptions
 
 from rt_fusion.core.errors import RtFusionError
-from rt_fusion.ros import compat, running
+from rt_fusion.ros import compat, running, stopping
 from rt_fusion.ros.bringup import Bringup
 
 
@@ -26,6 +26,7 @@ def main(args: list[str] | None = None) -> int:
     thread's waits return at once, and the process leaves within a second even when a node it
     was bringing up is gone (a call that will never be answered is not waited for).
     """
+    stopping.die_with_parent()  # launched: it does not outlive its launch
     rclpy.init(
         args=args if args is not None else sys.argv,
         signal_handler_options=SignalHandlerOptions.NO,

@@ -278,6 +278,14 @@ def launch_node(node: GraphNode, parameters: list[Any], **kwargs: Any) -> Any:
     """A launch_ros ``Node`` action for ``node`` (imported here: the core stays launch-free)."""
     from launch_ros.actions import Node  # noqa: PLC0415
 
+    from rt_fusion.ros import stopping  # noqa: PLC0415
+
+    # SIGINT to the node when the launch process dies, however it dies (rt_fusion.ros.stopping).
+    kwargs['additional_env'] = {
+        stopping.PARENT_DEATH_ENV: 'SIGINT',
+        **(kwargs.get('additional_env') or {}),
+    }
+
     return Node(
         package=PACKAGE,
         executable=node.executable,
@@ -314,7 +322,10 @@ def brought_up(
     if list(optional):  # launch cannot pass an empty list (no type to give it)
         params['optional'] = list(optional)
     bringup = launch_node(BRINGUP, [params])
-    actions: list[Any] = [*nodes.values(), bringup]
+    from rt_fusion.ros import stopping  # noqa: PLC0415
+
+    # SIGTERM to the launch (systemd, docker stop) stops every node as Ctrl-C does.
+    actions: list[Any] = [stopping.sigterm_as_shutdown(), *nodes.values(), bringup]
 
     def ended(name: str) -> Any:
         def on_exit(event: Any, context: Any) -> None:

@@ -24,7 +24,7 @@ from rclpy.task import Future
 
 from rt_fusion.core import keeper
 from rt_fusion.core.errors import ParameterError, RtFusionError
-from rt_fusion.ros import compat, params_file
+from rt_fusion.ros import compat, params_file, stopping
 from rt_fusion.ros.lifecycle import STARTUP, DeviceNode, autostart
 
 EXECUTORS = ('events', 'single')
@@ -152,6 +152,7 @@ def run(
     With ``exit_process`` (a node's main), the process then ends through :func:`leave`.
     """
     STARTUP.begin()
+    stopping.die_with_parent()  # launched: no node outlives its launch
     # A crash in native code prints every thread's Python stack to stderr (launch logs keep it).
     faulthandler.enable(all_threads=True)
     argv = list(args) if args is not None else list(sys.argv)
