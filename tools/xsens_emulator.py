@@ -141,7 +141,9 @@ class Device:
             'sample_time_fine': self.args.stf_start + round((self.vtime(i) - stamp0) / 1e5),
             'quaternion': self.quat[i],
             'rate_of_turn': s['gyro'][i],
-            'acceleration': s['accel'][i],
+            'acceleration': s['accel'][i]
+            if not (self.args.nan_every and i % self.args.nan_every == self.args.nan_every - 1)
+            else np.array((np.nan, 0.0, np.inf)),  # a faulty sample (--nan-every)
             'free_acceleration': s['accel'][i] - (0.0, 0.0, 9.81),
             'delta_v': s['accel'][i] / 205.0,
             'delta_q': self.quat[i],
@@ -233,6 +235,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--speed', type=float, default=1.0, help='0: as fast as possible')
     parser.add_argument('--stf-start', type=int, default=0, help='SampleTimeFine of sample 0')
     parser.add_argument('--garbage-every', type=int, default=0)
+    parser.add_argument(
+        '--nan-every', type=int, default=0, help='every Nth sample: NaN and inf acceleration'
+    )
     parser.add_argument('--refuse', action='store_true')
     parser.add_argument('--drop-after', type=int, default=0)
     parser.add_argument('--reopen-after', type=float, default=0.0)

@@ -91,7 +91,12 @@ def _mcap_messages(
             r = McapReader(file)
             r.open()
             readers.append(r)
-            r.chunks = [c for c in r.chunks if (file.name, c.chunk_start_offset) not in skip]
+            kept = [c for c in r.chunks if (file.name, c.chunk_start_offset) not in skip]
+            if r.chunks and not kept:
+                # Every chunk left out: rosbags' reader, given no chunk index, would scan the
+                # whole file instead, and stop at the first corrupt chunk (a replay hung so).
+                continue
+            r.chunks = kept
             conns = [c for c in r.connections if c.topic in topics]
             sources.append(
                 (int(t), c.topic, c.msgtype, bytes(raw)) for c, t, raw in r.messages(conns)

@@ -61,6 +61,20 @@ class Integrity:
         """Messages in corrupt chunks."""
         return sum(sum(c.messages.values()) for c in self.corrupt)
 
+    def skipped_of(self, topics: set[str] | frozenset[str]) -> dict[str, int]:
+        """Messages of ``topics`` in corrupt chunks, per topic (those with any)."""
+        out: dict[str, int] = {}
+        for c in self.corrupt:
+            for topic, n in c.messages.items():
+                if topic in topics and n:
+                    out[topic] = out.get(topic, 0) + n
+        return out
+
+    @property
+    def all_corrupt(self) -> bool:
+        """Every chunk of the bag is corrupt: nothing in it can be read."""
+        return bool(self.chunks) and len(self.corrupt) == self.chunks
+
     @property
     def skip_chunks(self) -> set[tuple[str, int]]:
         """(file name, offset) of the corrupt chunks, for the reader to leave out."""

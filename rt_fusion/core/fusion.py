@@ -551,6 +551,9 @@ class FusionEngine:
         self.motion = EgoMotion(ego)
         self.tracker = Tracker(tracker)
         self._last_scan_ns = -1
+        # Inputs with NaN/inf, dropped where they enter (speeds, radar objects; the aligner and
+        # the tracker count their own).
+        self.non_finite = {'speed': 0, 'radar_objects': 0}
         self._tracked_scan_ns: int | None = None  # the last radar scan that went into a step
         self._scans: dict[int, list[RadarObjectIn]] = {}  # radar scan stamp -> its objects
         c, s = math.cos(self.p.radar_yaw), math.sin(self.p.radar_yaw)
@@ -632,7 +635,10 @@ class FusionEngine:
         """The vehicle's measured speed (wheel odometry): the ego speed's best source. With its
         measurement time ``stamp_ns`` it is aligned as the other streams are: applied when the
         ego is advanced to a frame at or after that time, never to an earlier one; without a
-        stamp (an unstamped message) at once."""
+        stamp (an unstamped message) at once. A non-finite speed is counted and dropped."""
+        if not math.isfinite(speed_mps):
+            self.non_finite['speed'] += 1
+            return
         if stamp_ns is None:
             self.motion.vehicle_speed(float(speed_mps))
         else:
@@ -668,7 +674,12 @@ class FusionEngine:
             self.motion.vehicle_speed(self._speeds.popleft()[1])
 
     def add_scan(self, stamp_ns: int, objects: list[RadarObjectIn]) -> npt.NDArray[np.float64]:
-        """Keeps a scan's objects by stamp; returns its points for the aligner."""
+        """Keeps a scan's objects by stamp; returns its points for the aligner. An object whose
+        position or velocity is not finite is counted and dropped."""
+        kept = [o for o in objects if math.isfinite(o.x + o.y + o.vx + o.vy)]
+        if len(kept) != len(objects):
+            self.non_finite['radar_objects'] += len(objects) - len(kept)
+            objects = kept
         self._scans[stamp_ns] = objects
         if len(self._scans) > 64:
             for old in sorted(self._scans)[:-32]:

@@ -135,6 +135,7 @@ class StreamStats:
     late: int = 0
     dropped: int = 0
     out_of_order: int = 0
+    non_finite: int = 0  # samples (IMU), points (radar) or blocks (audio) with NaN/inf, dropped
 
 
 @dataclasses.dataclass
@@ -396,7 +397,15 @@ class Aligner:
     def push_imu(
         self, stamp_ns: int, gyro: npt.ArrayLike, accel: npt.ArrayLike, arrival_ns: int
     ) -> None:
-        """An IMU sample: angular rate [rad/s] and acceleration [m/s²]."""
+        """An IMU sample: angular rate [rad/s] and acceleration [m/s²]; one with a non-finite
+        value is counted (``non_finite``) and dropped."""
+        g = np.asarray(gyro, dtype=np.float64)
+        a = np.asarray(accel, dtype=np.float64)
+        if not (np.isfinite(g).all() and np.isfinite(a).all()):
+            self.stats['imu'].received += 1
+            self.stats['imu'].non_finite += 1
+            return
+        gyro, accel = g, a
         self._late('imu', stamp_ns, arrival_ns)  # readiness depends on stamps only
         last = self.imu.last_t()
         if last is not None and stamp_ns <= last:
@@ -436,10 +445,19 @@ class Aligner:
             # A slow average of the scan period, to know when the next scan is due.
             self.radar_period_ns[name] = period if old == 0 else (7 * old + period) // 8
         pts = np.asarray(points, dtype=np.float64)
+        finite = np.isfinite(pts.reshape(len(pts), -1)).all(axis=1) if pts.size else None
+        if finite is not None and not finite.all():  # a point with NaN/inf: dropped, counted
+            self.stats[name].non_finite += int((~finite).sum())
+            pts = np.ascontiguousarray(pts[finite])
         scans.append(_Scan(stamp_ns, arrival_ns, pts, line_of_sight_motion(pts)))
 
     def push_audio(self, stamp_ns: int, samples: npt.NDArray[Any], arrival_ns: int) -> None:
-        """An audio block (frames, channels) whose first sample was taken at ``stamp_ns``."""
+        """An audio block (frames, channels) whose first sample was taken at ``stamp_ns``; a
+        floating-point block with a non-finite sample is counted and dropped."""
+        if samples.dtype.kind == 'f' and not np.isfinite(samples).all():
+            self.stats['audio'].received += 1
+            self.stats['audio'].non_finite += 1
+            return
         self._late('audio', stamp_ns, arrival_ns)
         if self.audio.total and stamp_ns < self.audio.anchor_ns:
             self.stats['audio'].out_of_order += 1

@@ -18,6 +18,7 @@ Topics: ``~/out/imu`` (sensor_msgs/Imu), ``/diagnostics``.
 from __future__ import annotations
 
 import dataclasses
+import math
 import sys
 import threading
 import time
@@ -143,6 +144,7 @@ class ImuNode(lifecycle.DeviceNode):
         self._stop = threading.Event()
         self.latency = LatencyRecorder(DIAG_WINDOW, wrap=True)
         self.published = 0
+        self.non_finite = 0  # samples with NaN/inf, dropped
         self._last_stamp = 0
         self.stamps_held = 0
         self.decode_errors = 0
@@ -298,6 +300,12 @@ class ImuNode(lifecycle.DeviceNode):
         if data.sample_time_fine is None:
             self.decode_errors += 1
             return
+        values = [
+            v for v in (data.quaternion, data.rate_of_turn, data.acceleration) if v is not None
+        ]
+        if not all(math.isfinite(float(x)) for v in values for x in v):
+            self.non_finite += 1  # a sample with NaN/inf: dropped here, never published
+            return
         stamp = self.clock.map(data.sample_time_fine, rx_ns)
         if stamp <= self._last_stamp:
             # The mapping moved back (a lower-delay pair arrived, mostly before lock): stamps of
@@ -328,7 +336,9 @@ class ImuNode(lifecycle.DeviceNode):
         stats = dataclasses.asdict(self.parser.stats)
         if not self.connected:
             level, message = Level.ERROR, self.last_error or 'not connected'
-        elif stats['checksum_errors'] or stats['truncated'] or self.decode_errors:
+        elif (
+            stats['checksum_errors'] or stats['truncated'] or self.decode_errors or self.non_finite
+        ):
             level, message = Level.WARN, 'corrupt messages skipped'
         else:
             level, message = Level.OK, 'streaming'
@@ -336,6 +346,7 @@ class ImuNode(lifecycle.DeviceNode):
             **{f'parser.{k}': v for k, v in stats.items()},
             'published': self.published,
             'decode_errors': self.decode_errors,
+            'non_finite': self.non_finite,
             'reconnects': self.reconnects,
             'connected': self.connected,
             'clock.locked': clock.locked,

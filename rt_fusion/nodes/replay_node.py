@@ -116,6 +116,12 @@ class ReplayNode(lifecycle.DeviceNode):
             print(f'CORRUPT {bad.describe()}', flush=True)
         if self.integrity.corrupt and p.strict:
             raise ParameterError('bag', p.bag, f'corrupt (strict): {self.integrity.summary()}')
+        if self.integrity.all_corrupt:
+            raise ParameterError(
+                'bag',
+                p.bag,
+                f'every chunk is corrupt, nothing to replay: {self.integrity.summary()}',
+            )
         self.get_logger().info(f'bag integrity: {self.integrity.summary()}')
         topics = list(p.topics) or sorted(types)
         self.shm_map = parse_remaps(p.shm, 'shm')
@@ -228,6 +234,16 @@ class ReplayNode(lifecycle.DeviceNode):
         super().destroy_node()
 
     def _play(self) -> None:
+        try:
+            self._play_all()
+        except Exception as err:  # noqa: BLE001 - a bag that fails mid-read: one line, status 2
+            why = (f'{type(err).__name__}: {err}'.splitlines() or [''])[0][:300]
+            self.get_logger().error(f'replay failed: {why}')
+            if not self.finished.done():
+                bag = self.params.bag if self.params is not None else '?'
+                self.finished.set_exception(BagError(f'bag {bag}: replay failed: {why}'))
+
+    def _play_all(self) -> None:
         p = self.params
         assert p is not None
         counts = [pub.get_subscription_count for pub in self.pubs.values()]
@@ -263,11 +279,13 @@ class ReplayNode(lifecycle.DeviceNode):
                 return
             floor_ns = restamp.next_floor_ns()
             self.passes += 1
-        skipped = self.integrity.skipped
+        lost = self.integrity.skipped_of(set(self.topics))  # of the replayed topics only
+        skipped = sum(lost.values())
         self.get_logger().info(
             f'replayed {self.sent} messages of {len(self.topics)} topics in '
             f'{time.monotonic() - started:.1f} s ({p.mode}; {self.ack_timeouts} ack timeouts; '
-            f'{skipped} messages in corrupt chunks skipped)'
+            f'{skipped} messages in corrupt chunks skipped'
+            + (f': {", ".join(f"{t} {n}" for t, n in sorted(lost.items()))})' if lost else ')')
         )
         line = f'REPLAYED {self.sent} ack_timeouts={self.ack_timeouts}'
         print(line + (f' skipped_corrupt={skipped}' if skipped else ''), flush=True)

@@ -476,6 +476,8 @@ class TrajectoryNode(lifecycle.DeviceNode):
             'cpus': ','.join(map(str, rt.cpus)) if rt else '',
             'memory_locked': rt.memory_locked if rt else '',
             'rt_warnings': '; '.join(rt.warnings) if rt else '',
+            'non_finite_poses': self.poses.non_finite,  # NaN/inf refused by the core
+            'non_finite_obstacles': self.planner.non_finite,
         }
         self.diag.publish(level, message, values)
 

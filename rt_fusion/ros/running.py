@@ -206,7 +206,10 @@ def run(
                 os.environ.get('RT_FUSION_EXECUTOR', '') or executor_kind or 'single'
             )
             executor.add_node(node)
-        spin(executor, getattr(node, 'finished', None), stop)
+        finished = getattr(node, 'finished', None)
+        spin(executor, finished, stop)
+        if isinstance(finished, Future) and finished.done() and finished.exception() is not None:
+            raise finished.exception()  # a node that ended failing
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except RtFusionError as err:

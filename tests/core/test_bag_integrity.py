@@ -84,3 +84,45 @@ def test_a_bag_without_crcs_is_reported_unchecked(tmp_path: Path) -> None:
     report = bag_integrity.verify(tmp_path / 'plain')
     assert (report.chunks, report.checked) == (1, 0)
     assert report.unchecked_files == ('plain.mcap',)
+
+
+def _damage(bag: Path, at: int, nbytes: int = 1024) -> None:
+    mcap = next(bag.glob('*.mcap'))
+    with mcap.open('r+b') as f:
+        f.seek(at)
+        f.write(np.random.default_rng(2).integers(0, 256, nbytes, dtype=np.uint8).tobytes())
+
+
+def test_a_bag_whose_every_chunk_is_corrupt_reads_as_nothing_and_says_so(tmp_path: Path) -> None:
+    """One chunk, 1 KB damaged: before, leaving its only chunk out made rosbags' reader scan the
+    whole file, which raised 'Chunk checksum mismatch' inside the replay thread (a hung replay)."""
+    bag = tmp_path / 'bag'
+    _write(bag, n=10)
+    mcap = next(bag.glob('*.mcap'))
+    _damage(bag, mcap.stat().st_size // 3)
+    report = bag_integrity.verify(bag)
+    assert report.chunks == 1 and report.all_corrupt
+    assert list(iter_messages(bag, decode=False, skip=report.skip_chunks)) == []
+    assert report.skipped_of({'/speed'}) == {'/speed': 10}
+
+
+def test_a_corrupt_first_chunk_leaves_the_rest_and_counts_per_topic(tmp_path: Path) -> None:
+    bag = tmp_path / 'bag'
+    sent = _write(bag)
+    _damage(bag, 2000)  # inside the first chunk (the header and schemas come before it)
+    report = bag_integrity.verify(bag)
+    assert len(report.corrupt) == 1 and not report.all_corrupt
+    assert report.corrupt[0].start_ns == 1_000_000_000  # the first chunk: the first message
+    got = list(iter_messages(bag, decode=False, skip=report.skip_chunks))
+    lost = report.skipped_of({'/speed'})
+    assert set(lost) == {'/speed'} and lost['/speed'] > 0
+    assert sum(m.topic == '/speed' for m in got) == len(sent['/speed']) - lost['/speed']
+
+
+def test_a_damaged_index_is_refused_with_its_reason(tmp_path: Path) -> None:
+    bag = tmp_path / 'bag'
+    _write(bag)
+    mcap = next(bag.glob('*.mcap'))
+    _damage(bag, mcap.stat().st_size - 300, 64)  # the summary: the chunk index and the footer
+    with pytest.raises(bag_integrity.IntegrityError, match=r'\.mcap: '):
+        bag_integrity.verify(bag)

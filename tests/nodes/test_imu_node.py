@@ -183,3 +183,46 @@ def test_unplugged_device_is_reported_and_reconnected(procs: ProcGroup, tmp_path
     ]
     assert back, 'no OK status after the port was lost'
     assert int(back[0]['reconnects']) >= 1
+
+
+def test_a_sample_with_nan_or_inf_is_counted_and_never_published(
+    procs: ProcGroup, tmp_path
+) -> None:  # type: ignore[no-untyped-def]
+    """Every 10th sample's acceleration NaN and inf (a faulty device): the node drops those at
+    its boundary, counts them in /diagnostics, and publishes every other sample."""
+    n, every = 200, 10
+    link = str(tmp_path / 'ttyMTi')
+    start = tmp_path / 'start'
+    echo = procs.echo(
+        '/imu/out/imu', 'sensor_msgs/msg/Imu', '--count', str(n - n // every),
+        '--timeout', '180', '--matched', '1',
+    )  # fmt: skip
+    diag = procs.echo('/diagnostics', 'diagnostic_msgs/msg/DiagnosticArray', '--timeout', '180')
+    emu = _emulator(
+        procs, link, '--count', str(n), '--nan-every', str(every), '--speed', '1',
+        '--stream-delay', '2', '--start-file', str(start),
+    )  # fmt: skip
+    _imu(procs, link, '-p', 'qos_depth:=2000', '-p', 'diagnostics_period_s:=0.2')
+    echo.read_until('MATCHED', 120)
+    start.touch()
+    msgs, summary = echo.messages(180)
+    assert summary['received'] == n - n // every
+    for m in msgs:
+        values = [m['linear_acceleration'][k] for k in 'xyz']
+        values += [m['angular_velocity'][k] for k in 'xyz']
+        assert np.isfinite(values).all(), m
+    assert emu.read_until('SENT ', 60)[1] == f'SENT {{"messages": {n}}}'
+
+    def counted() -> int:
+        last = -1
+        for line in list(diag.lines.queue):
+            if line.startswith('MSG '):
+                for status in json.loads(line.split(' ', 1)[1])['status']:
+                    values = {kv['key']: kv['value'] for kv in status['values']}
+                    if 'non_finite' in values and 'clock.locked' in values:
+                        last = int(values['non_finite'])
+        return last
+
+    from tests.conftest import wait_for  # noqa: PLC0415
+
+    assert wait_for(lambda: counted() == n // every, 60), counted()

@@ -471,3 +471,74 @@ def test_work_ahead_keeps_the_order_and_raises_an_error_at_its_place() -> None:
     assert got == [0, 1, 2]
     stop.set()  # a stopped replay ends the worker and the loop
     assert list(_ahead(iter(range(10)), work, 4, stop)) == []
+
+
+def _small_bag(tmp_path, n: int):  # type: ignore[no-untyped-def]
+    from tests.core.test_bag_integrity import _write  # noqa: PLC0415
+
+    bag = tmp_path / 'bag'
+    _write(bag, n)
+    return bag, next(bag.glob('*.mcap'))
+
+
+def _damage(mcap, at: int, nbytes: int = 1024) -> None:  # type: ignore[no-untyped-def]
+    import numpy as np  # noqa: PLC0415
+
+    with mcap.open('r+b') as f:
+        f.seek(at)
+        f.write(np.random.default_rng(4).integers(0, 256, nbytes, dtype=np.uint8).tobytes())
+
+
+@pytest.mark.parametrize('shape', ['every_chunk', 'index'])
+def test_a_bag_with_nothing_readable_is_refused_at_start_with_one_line(
+    procs: ProcGroup, tmp_path, shape: str
+) -> None:  # type: ignore[no-untyped-def]
+    """Every chunk corrupt (one chunk, 1 KB damaged) or the chunk index damaged: the replay
+    refuses the bag at start-up, naming it, with status 2 (before, the first hung the replay)."""
+    bag, mcap = _small_bag(tmp_path, 10 if shape == 'every_chunk' else 120)
+    at = mcap.stat().st_size // 3 if shape == 'every_chunk' else mcap.stat().st_size - 300
+    _damage(mcap, at, 1024 if shape == 'every_chunk' else 64)
+    replay = procs.node('replay_node', '-p', f'bag:={bag}', '-p', 'mode:=fast')
+    assert replay.wait(120) == 2, replay.tail()
+    fatal = [x for x in replay.stderr if x.startswith('rt_fusion: ParameterError')]
+    assert len(fatal) == 1 and "'bag'" in fatal[0], replay.tail()
+    why = 'every chunk is corrupt' if shape == 'every_chunk' else 'not a readable rosbag2'
+    assert why in fatal[0], fatal
+
+
+def test_a_corrupt_first_chunk_replays_the_rest_counted_per_replayed_topic(
+    procs: ProcGroup, tmp_path
+) -> None:  # type: ignore[no-untyped-def]
+    from rt_fusion.core.bag_integrity import verify  # noqa: PLC0415
+
+    bag, mcap = _small_bag(tmp_path, 120)
+    _damage(mcap, 2000)
+    report = verify(bag)
+    lost = report.skipped_of({'/speed'})['/speed']
+    assert report.skipped > lost  # the chunk held camera frames too, which are not replayed
+    replay = procs.node(
+        'replay_node', '-p', f'bag:={bag}', '-p', 'mode:=fast', '-p', 'topics:=[/speed]'
+    )
+    _, line = replay.read_until('REPLAYED ', 120)
+    assert line == f'REPLAYED {120 - lost} ack_timeouts=0 skipped_corrupt={lost}'
+    assert replay.wait(60) == 0
+
+
+def test_a_bag_that_fails_while_it_plays_ends_the_replay_with_status_2(
+    procs: ProcGroup, tmp_path
+) -> None:  # type: ignore[no-untyped-def]
+    """A chunk damaged after the start-up check (a disk failing under a running replay): one
+    error line and status 2, not a traceback in a thread and a process that stays up."""
+    bag, mcap = _small_bag(tmp_path, 120)
+    replay = procs.node(
+        'replay_node', '-p', f'bag:={bag}', '-p', 'mode:=fast', '-p', 'topics:=[/speed]',
+        '-p', 'wait_subscribers_s:=600.0',
+    )  # fmt: skip
+    assert replay.wait_stderr('bag integrity: 5/5 chunks checked, 0 corrupt', 120), replay.tail()
+    _damage(mcap, mcap.stat().st_size // 2)  # while it waits for a subscriber
+    procs.echo('/speed', 'std_msgs/msg/Float64', '--timeout', '120')
+    assert replay.wait(120) == 2, replay.tail()
+    assert any('replay failed: ' in x and 'checksum' in x.lower() for x in replay.stderr), (
+        replay.tail()
+    )
+    assert not any('Traceback' in x for x in replay.stderr), replay.tail()

@@ -203,6 +203,16 @@ class Detections:
     def __len__(self) -> int:
         return len(self.block)
 
+    def usable(self) -> npt.NDArray[np.bool_]:
+        """Which rows the tracker may take: no infinity anywhere, and NaN only where it means
+        "not measured" (the velocity, the size)."""
+        b = self.block
+        optional = np.zeros(b.shape[1], bool)
+        optional[tl.DV : tl.DV + 2] = optional[tl.DSIZE : tl.DSIZE + 2] = True
+        finite = np.isfinite(b[:, ~optional]).all(axis=1)
+        ok = np.logical_and(~np.isinf(b).any(axis=1), finite)
+        return np.asarray(ok, dtype=bool)
+
     @property
     def v(self) -> F64:
         """(m, 2) over-ground velocity [m/s], NaN: not measured."""
@@ -289,6 +299,7 @@ class Tracker:
         self.births = 0
         self.vetoed = 0  # unassigned detections a step's veto kept from starting a track
         self.deaths = 0
+        self.non_finite = 0  # detections with NaN/inf where a value is required, dropped
         self.revivals = 0  # new tracks that took a lost track's id (see _revive)
         self.reanchored = 0  # tracks moved to a detection on their line of sight (reanchor)
         self.confirmed_early = 0  # tracks confirmed at their first hit (confirm)
@@ -472,7 +483,13 @@ class Tracker:
         positions in odom; None: all of them; ``veto``: given the detections and the indices of
         those nobody took that may start a track, which of them must not (counted in
         ``vetoed``))."""
-        d = detections if isinstance(detections, Detections) else Detections.of(detections)
+        given = d = detections if isinstance(detections, Detections) else Detections.of(detections)
+        ok = d.usable()
+        keep = None
+        if not ok.all():  # NaN/inf where a value is required: counted, dropped, never fused
+            self.non_finite += int((~ok).sum())
+            keep = np.flatnonzero(ok)
+            d = Detections(np.ascontiguousarray(d.block[keep]))
         self.predict(stamp_ns)
         rows, cols = self._associate(d)
         n = len(self)
@@ -498,8 +515,8 @@ class Tracker:
                 self._bury(remove, stamp_ns)
             self._keep(~remove)
         idx = np.flatnonzero(free)
-        if len(idx) and veto is not None:
-            no = np.asarray(veto(d, idx), dtype=bool)
+        if len(idx) and veto is not None:  # given the caller's detections and indices
+            no = np.asarray(veto(given, idx if keep is None else keep[idx]), dtype=bool)
             self.vetoed += int(no.sum())
             idx = idx[~no]
         if len(idx):

@@ -34,13 +34,18 @@ class PoseHistory:
         self._stamps: list[int] = []
         self._poses: list[EgoPose] = []
         self.out_of_order = 0
+        self.non_finite = 0  # poses with NaN/inf, dropped
         self.outside = 0  # lookups beyond the history (answered with the nearest pose)
 
     def __len__(self) -> int:
         return len(self._stamps)
 
     def add(self, stamp_ns: int, pose: EgoPose) -> None:
-        """Appends a pose; one older than the newest is counted and dropped."""
+        """Appends a pose; one older than the newest, or with a non-finite value, is counted
+        and dropped."""
+        if not math.isfinite(pose.x + pose.y + pose.yaw + pose.v):
+            self.non_finite += 1
+            return
         if self._stamps and stamp_ns < self._stamps[-1]:
             self.out_of_order += 1
             return

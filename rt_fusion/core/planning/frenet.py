@@ -187,6 +187,12 @@ class Obstacle:
     yield_to: bool = False  # e.g. a crossing pedestrian: its whole path ahead is kept free
 
 
+def _finite(o: Obstacle) -> bool:
+    """Every value of an obstacle is finite (its growth, when given, too)."""
+    total = o.x + o.y + o.yaw + o.length + o.width + o.vx + o.vy + o.yaw_rate + o.std
+    return math.isfinite(total + (o.growth or 0.0))
+
+
 def corridor(o: Obstacle, horizon: float) -> Obstacle:
     """A static obstacle covering where ``o`` will go within ``horizon``: for road users the
     vehicle yields to (a pedestrian on a crossing), the path ahead of them is kept free for the
@@ -455,6 +461,7 @@ class FrenetPlanner:
     ) -> None:
         self.path = path
         self.p = p = params or PlannerParams()
+        self.non_finite = 0  # obstacles with NaN/inf, left out of the plans
         self._jit = jit  # compiled (frenet_jit) when True, numpy when False; None: COMPILED.get
         self.t = np.arange(0.0, p.horizon + 1e-9, p.dt)
         offs, hors, spds = np.array(p.offsets), np.array(p.horizons), np.array(p.speeds)
@@ -578,7 +585,15 @@ class FrenetPlanner:
         return x, y, lat_ok[self.li] & lon_ok[self.mi]
 
     def plan(self, start: FrenetState, obstacles: Sequence[Obstacle]) -> Trajectory:
-        """Plans from ``start`` among ``obstacles`` (given at the start time)."""
+        """Plans from ``start`` among ``obstacles`` (given at the start time). An obstacle with
+        a non-finite value is counted (``non_finite``) and left out; a non-finite start is
+        refused (ValueError): a plan from it would be NaN throughout."""
+        if not math.isfinite(start.s + start.s_d + start.s_dd + start.d + start.d_d + start.d_dd):
+            raise ValueError(f'start state not finite: {start}')
+        finite = [o for o in obstacles if _finite(o)]
+        if len(finite) != len(obstacles):
+            self.non_finite += len(obstacles) - len(finite)
+            obstacles = finite
         p, t = self.p, self.t
         if any(o.yield_to for o in obstacles):
             obstacles = [corridor(o, p.horizon) if o.yield_to else o for o in obstacles]

@@ -302,6 +302,16 @@ class FrameWorker:
             'camera_tracks_reanchored': tracks.reanchored,
             'camera_tracks_confirmed_early': tracks.confirmed_early,
             'emergency_track': '' if engine.emergency_id is None else engine.emergency_id,
+            # NaN/inf refused by the core itself (the node's own checks come first)
+            'core_non_finite': ', '.join(
+                f'{k} {v}'
+                for k, v in {
+                    **{f'{n}': st.non_finite for n, st in self.aligner.stats.items()},
+                    **engine.non_finite,
+                    'detections': tracks.non_finite,
+                }.items()
+                if v
+            ),
         }
         for name, st in self.aligner.stats.items():
             values[f'{name}_late_dropped'] = f'{st.late}/{st.dropped}'
