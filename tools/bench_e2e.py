@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from rt_fusion import report
+from rt_fusion.core.evaluation.ledger import loss_text, losses
 from rt_fusion.core.latency import summarize_ns
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -114,6 +115,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--device', default='cpu', help='cpu, cuda or cuda:N')
     parser.add_argument('--out', type=Path, default=ROOT / 'results' / 'bench' / 'e2e')
     parser.add_argument('--quick', action='store_true', help='a 4-s scenario (make bench)')
+    parser.add_argument(
+        '--check', action='store_true', help='exit 1 when rt_fusion lost any frame (any cause)'
+    )
     args = parser.parse_args(argv)
     if args.quick:
         args.seconds = min(args.seconds, 4.0)
@@ -136,6 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         args.device,
         '--out',
         str(args.out),
+        *(['--check'] if args.check else []),
     ]
     report.console.print('bench_e2e: ' + ' '.join(cmd[1:]))
     results = args.out / 'results.json'
@@ -165,6 +170,7 @@ def main(argv: list[str] | None = None) -> int:
         conventional_e2e_p99_ms=p99('conventional', E2E),
         ratio_p99=p99('conventional', E2E) / p99('rt_fusion', E2E),
         lost=lost(ledgers.get('rt_fusion', {})),
+        lost_by_cause=loss_text(losses(ledgers.get('rt_fusion', {}))),
         conventional_lost=lost(ledgers.get('conventional', {})),
         unexplained=sum(ledgers.get('rt_fusion', {}).get('unexplained', {}).values()),
         fusion_p99_ms=p99('rt_fusion', FUSION),

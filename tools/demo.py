@@ -23,7 +23,6 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -33,6 +32,7 @@ from rt_fusion.core.evaluation.runs import score_restamped
 from rt_fusion.core.evaluation.truth import load_truth
 from rt_fusion.core.latency import summarize_ns
 from rt_fusion.report import plots, tables
+from rt_fusion.report.results import demo_result_line
 from rt_fusion.ros.harness import launching, live
 from rt_fusion.ros.harness.scenarios import scenario_bag
 
@@ -113,6 +113,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         help='first frames of each run left out of the statistics (start-up)',
     )
     parser.add_argument('--out', type=Path, default=ROOT / 'results' / 'demo')
+    parser.add_argument(
+        '--check', action='store_true', help='exit 1 when rt_fusion lost any frame, by any cause'
+    )
     return parser.parse_args(argv)
 
 
@@ -203,6 +206,12 @@ def summarise(args: argparse.Namespace, runs: dict[str, live.LiveRun], elapsed: 
         )
     led = {name: r.frame_ledger() for name, r in runs.items()}
     report.console.print(tables.ledger_table(led))
+    losses = {name: ledgers.losses(entry) for name, entry in led.items()}
+    for name, lost in ((n, x) for n, x in losses.items() if x):  # loud: printed and in its log
+        line = f'WARNING {ledgers.loss_line(name, lost)}'
+        report.console.print(f'[yellow]{line}[/]')
+        with (runs[name].logs / 'launch.log').open('a') as log:
+            log.write(line + '\n')
     stages = {name: r.recorder.stages for name, r in runs.items()}
     for name, st in stages.items():
         if st:
@@ -235,6 +244,7 @@ def summarise(args: argparse.Namespace, runs: dict[str, live.LiveRun], elapsed: 
             'latency': {k: summarize_ns(v) for k, v in flat.items()},
             'failed': failed,
             'frame_ledger': led,
+            'losses': losses,
             'quality': scores,
             'fusion_stages': stages,
             'samples_ns': samples,
@@ -247,49 +257,16 @@ def summarise(args: argparse.Namespace, runs: dict[str, live.LiveRun], elapsed: 
     )
     plots.scene_png(args.out / 'scene.png', ours.objects, ours.plans)
     report.console.print(f'results: {args.out}/results.json, latency.png, scene.png, logs/')
-    result(args, samples, runs, scores)
+    demo_result_line(args, samples, {n: r.recorder for n, r in runs.items()}, scores, losses)
     e2e = samples['rt_fusion'][ledgers.E2E]
     # Frames dropped by a configured bound (the aligner's queue behind a slow CPU detector, a ring
     # overrun) are accounted for, not failures; a loss nothing explains is. Half the frames is a
     # sanity floor (a graph that barely runs), not a quality bar.
     ok = not failed and len(ours.objects) >= 0.5 * args.frames and bool(e2e) and not unexplained
+    if args.check and losses['rt_fusion']:  # --check: rt_fusion's path must lose no frame
+        report.console.print('[red]--check: rt_fusion lost frames[/]')
+        ok = False
     return 0 if ok else 1
-
-
-def result(
-    args: argparse.Namespace,
-    samples: dict[str, dict[str, list[int]]],
-    runs: dict[str, live.LiveRun],
-    scores: dict[str, Any],
-) -> None:
-    """The RESULT line."""
-    nan = float('nan')
-
-    def pct(run: str, stage: str, which: str) -> float:
-        v = samples.get(run, {}).get(stage)
-        return getattr(summarize_ns(v), which) / 1e3 if v else nan
-
-    e2e, fus = ledgers.E2E, ledgers.FUSION
-    ours = scores.get('rt_fusion') or {}
-    report.result_line(
-        frames=len(runs['rt_fusion'].recorder.objects),
-        fusion_p50_ms=pct('rt_fusion', fus, 'p50_us'),
-        fusion_p99_ms=pct('rt_fusion', fus, 'p99_us'),
-        e2e_p50_ms=pct('rt_fusion', e2e, 'p50_us'),
-        e2e_p99_ms=pct('rt_fusion', e2e, 'p99_us'),
-        conventional_e2e_p99_ms=pct('conventional', e2e, 'p99_us'),
-        conventional_frames=len(runs['conventional'].recorder.objects)
-        if 'conventional' in runs
-        else 0,
-        committed_e2e_p99_ms=pct('rt_fusion', ledgers.COMMITTED_E2E, 'p99_us'),
-        ratio_e2e_p99=pct('conventional', e2e, 'p99_us') / pct('rt_fusion', e2e, 'p99_us'),
-        resolution=f'{args.resolution[0]}x{args.resolution[1]}'
-        if args.source == 'scenario'
-        else 'video',
-        cameras=args.cameras if args.source == 'scenario' else 1,
-        precision=ours.get('precision', nan),
-        recall=ours.get('recall', nan),
-    )
 
 
 if __name__ == '__main__':

@@ -112,7 +112,10 @@ class FrameProbeNode(Node):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__('frame_probe', **kwargs)
-        self.params = parameters.declare_params(self, FrameProbeParams)
+        try:
+            self.params = parameters.declare_params(self, FrameProbeParams)
+        finally:  # a misspelt one is named first (``rol`` for ``role``), exit 2
+            parameters.reject_unknown_params(self)
         self.finished: Future = Future()  # of dict[str, object]
         self._start_ns = self._now_ns()
         self._sent = 0

@@ -87,6 +87,7 @@ class Bringup:
     def __init__(self, node: Node) -> None:
         self.node = node
         self.p = parameters.declare_params(node, BringupParams)
+        parameters.reject_unknown_params(node)
         unknown = sorted(set(self.p.optional) - set(self.p.nodes))
         if unknown:
             raise ParameterError('optional', list(self.p.optional), f'not in nodes: {unknown}')

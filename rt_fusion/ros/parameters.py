@@ -41,6 +41,13 @@ _ARRAY = {
 _INT_MIN, _INT_MAX = -(2**63), 2**63 - 1
 
 
+def _as_text(value: Any) -> Any:
+    """A string parameter given as a number (``device:=99``) as its text; others unchanged."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    return value
+
+
 def _descriptor(field: params.ParamField, live: bool = False) -> ParameterDescriptor:
     spec = field.spec
     # Read once at configure unless the node applies it live (``ros2 param set`` is refused,
@@ -48,7 +55,10 @@ def _descriptor(field: params.ParamField, live: bool = False) -> ParameterDescri
     desc = ParameterDescriptor(description=spec.describe(), read_only=not live)
     kind = field.item_kind if field.kind is tuple else field.kind
     # Floats accept integers written in YAML (`rate: 30`); the core converts and checks them.
-    desc.dynamic_typing = kind is float
+    # A string accepts a number (`-p device:=99`, an index): read back as its text.
+    desc.dynamic_typing = kind is float or (
+        kind is str and field.kind is not tuple and not field.required
+    )
     if spec.low is not None or spec.high is not None:
         if kind is int:
             desc.integer_range = [
@@ -112,6 +122,8 @@ def declare_params(
         try:
             if node.has_parameter(name):  # configured before (lifecycle re-configure): re-read
                 values[field.name] = node.get_parameter(name).value
+                if kind is str and field.kind is not tuple:
+                    values[field.name] = _as_text(values[field.name])
                 continue
             if field.kind is tuple and not field.default and kind is float:
                 # An empty list of floats: untyped and unset (dynamic typing, so that a file's
@@ -127,6 +139,8 @@ def declare_params(
                 default = list(field.default) if field.kind is tuple else field.default
                 node.declare_parameter(name, default, _descriptor(field, live))
             values[field.name] = node.get_parameter(name).value
+            if kind is str and field.kind is not tuple:
+                values[field.name] = _as_text(values[field.name])
         except ParameterUninitializedException:
             values[field.name] = None if field.required else field.default
         except (InvalidParameterValueException, InvalidParameterTypeException) as err:

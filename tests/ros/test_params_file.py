@@ -80,3 +80,30 @@ def test_the_node_refuses_to_start_with_one_clear_line(
     stderr = '\n'.join(fusion.stderr)
     assert message in stderr, stderr
     assert 'Traceback' not in stderr, stderr
+
+
+def test_a_string_parameter_given_as_a_number_is_taken_as_its_text() -> None:
+    """``microphone_node -p device:=99`` (a device index: YAML reads it as an integer) was
+    refused as not a string; a numeric device is an index, so it is taken as '99'."""
+    import rclpy  # noqa: PLC0415
+    from rclpy.parameter import Parameter  # noqa: PLC0415
+
+    from rt_fusion.nodes.microphone_node import MicrophoneParams  # noqa: PLC0415
+    from rt_fusion.ros import parameters  # noqa: PLC0415
+    from tests.conftest import ros_context  # noqa: PLC0415
+
+    with ros_context() as context:
+        node = rclpy.create_node(
+            'microphone', context=context, parameter_overrides=[Parameter('device', value=99)]
+        )
+        try:
+            assert parameters.declare_params(node, MicrophoneParams).device == '99'
+        finally:
+            node.destroy_node()
+
+
+def test_a_plain_node_refuses_a_misspelt_parameter(procs: ProcGroup) -> None:
+    """frame_probe_node (not a lifecycle node) took ``-p rol:=listener`` and exited 0."""
+    proc = procs.node('frame_probe_node', '-p', 'rol:=listener')
+    assert proc.wait(60) == 2
+    assert any("'rol'" in x and 'unknown parameter' in x for x in proc.stderr), proc.stderr

@@ -21,6 +21,7 @@ KEYS = {
     'ratio_p99',
     'lost',
     'conventional_lost',
+    'lost_by_cause',
     'unexplained',
     'fusion_p99_ms',
     'committed_e2e_p99_ms',

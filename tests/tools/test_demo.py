@@ -149,3 +149,82 @@ def test_a_node_that_dies_at_start_is_reported_at_once_from_a_plain_shell(tmp_pa
     assert 'the graph failed to start' in proc.stderr, proc.stderr[-2000:]
     assert "node 'fusion' did not reach active" in proc.stderr, proc.stderr[-2000:]
     assert 'tensorrt' in proc.stderr.lower(), proc.stderr[-2000:]
+
+
+def _domain_process(domain: str, needle: str) -> int | None:
+    """The pid of a process on ROS domain ``domain`` whose command line holds ``needle``."""
+    from pathlib import Path  # noqa: PLC0415
+
+    for entry in Path('/proc').iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmd = (entry / 'cmdline').read_bytes()
+            env = (entry / 'environ').read_bytes().split(b'\0')
+        except OSError:
+            continue
+        if needle.encode() in cmd and f'ROS_DOMAIN_ID={domain}'.encode() in env:
+            return int(entry.name)
+    return None
+
+
+def test_a_stalled_fusion_node_makes_the_demo_name_its_losses_and_fail_its_check(
+    tmp_path,
+) -> None:  # type: ignore[no-untyped-def]
+    """The fusion node stopped (SIGSTOP) for 45 camera frames, 1.5 s, mid-run: the demo prints
+    a warning naming the lost frames by cause, writes it to the run's log, carries it in its
+    RESULT line and results.json, and with --check exits 1 (before, it passed quietly)."""
+    import os  # noqa: PLC0415
+    import signal  # noqa: PLC0415
+    from pathlib import Path  # noqa: PLC0415
+
+    from rt_fusion.core.shm import ShmRingReader  # noqa: PLC0415
+    from tests.conftest import wait_for  # noqa: PLC0415
+
+    env = ros_env()
+    domain = env['ROS_DOMAIN_ID']
+    out = tmp_path / 'demo'
+    printed = tmp_path / 'demo.out'
+    with printed.open('w') as sink:
+        proc = subprocess.Popen(
+            [
+                sys.executable, str(ROOT / 'tools' / 'demo.py'), '--seconds', '5',
+                '--warmup-frames', '10', '--no-compare', *NO_DETECTOR, '--check',
+                '--out', str(out),
+            ],
+            env=env, stdout=sink, stderr=subprocess.STDOUT, text=True,
+        )  # fmt: skip
+        try:
+            rings: list[Path] = []
+
+            def camera_ring() -> bool:
+                rings[:] = sorted(Path('/dev/shm').glob(f'rt_fusion_d{domain}_*camera*'))
+                return bool(rings)
+
+            assert wait_for(camera_ring, 240), printed.read_text()[-3000:]
+            fusion = _domain_process(domain, '__node:=fusion')
+            assert fusion is not None
+            ring = ShmRingReader.attach(rings[0].name)
+            assert wait_for(lambda: ring.commits >= 20, 240), printed.read_text()[-3000:]
+            os.kill(fusion, signal.SIGSTOP)
+            try:
+                stalled_at = ring.commits
+                assert wait_for(lambda: ring.commits >= stalled_at + 45, 120)
+            finally:
+                os.kill(fusion, signal.SIGCONT)
+            ring.close()
+            status = proc.wait(timeout=300)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    text = printed.read_text()
+    assert status == 1, text[-3000:]
+    warning = [x for x in text.splitlines() if x.startswith('WARNING rt_fusion lost ')]
+    assert len(warning) == 1, text[-3000:]
+    result = [x for x in text.splitlines() if x.startswith('RESULT ')][-1]
+    fields = dict(kv.split('=', 1) for kv in result.split()[1:])
+    assert int(fields['lost_frames']) >= 10 and fields['lost'] != 'none', result
+    res = json.loads((out / 'results.json').read_text())
+    assert sum(res['losses']['rt_fusion'].values()) == int(fields['lost_frames'])
+    log = (out / 'logs' / 'rt_fusion' / 'launch.log').read_text()
+    assert warning[0] in log

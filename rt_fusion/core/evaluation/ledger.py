@@ -60,6 +60,44 @@ UNEXPLAINED = (
     'frames_in_flight',
 )
 
+#: Why a committed camera frame was not fused: the ledger's key and a short name (for a warning
+#: line and the RESULT line), policies included (a ring overrun is a loss all the same).
+LOSS_CAUSES = (
+    ('transport_lost', 'transport'),
+    ('frames_overrun', 'overrun'),
+    ('frames_stale', 'stale'),
+    ('frames_bad_descriptor', 'bad_descriptor'),
+    ('frames_queue_dropped', 'queue_dropped'),
+    ('frames_late', 'late'),
+    ('frames_out_of_order', 'out_of_order'),
+    ('frames_torn', 'torn'),
+    ('frames_failed', 'failed'),
+    ('frames_in_flight', 'in_flight'),
+)
+
+
+def losses(led: Mapping[str, Any]) -> dict[str, int]:
+    """A run's lost frames by cause (only the causes that lost any), from its
+    :func:`frame_ledger`; a surround rig's other cameras each as ``camera_<name>``."""
+    if 'frames_delivered' not in led:  # no ledger from the fusion node: all of them
+        return {'no_ledger': int(led.get('committed', 0))} if led.get('committed') else {}
+    out = {name: int(led.get(key, 0)) for key, name in LOSS_CAUSES if led.get(key, 0)}
+    for cam, entry in led.get('extra_cameras', {}).items():
+        if entry.get('lost'):
+            out[f'camera_{cam}'] = int(entry['lost'])
+    return out
+
+
+def loss_text(lost: Mapping[str, int]) -> str:
+    """``overrun:16,torn:1`` (``none`` without a loss): one token for a RESULT line."""
+    return ','.join(f'{k}:{v}' for k, v in lost.items()) or 'none'
+
+
+def loss_line(run: str, lost: Mapping[str, int]) -> str:
+    """The warning line naming every loss of ``run`` by cause."""
+    causes = ', '.join(f'{k.replace("_", " ")} {v}' for k, v in lost.items())
+    return f'{run} lost {sum(lost.values())} camera frames: {causes}'
+
 
 def frame_ledger(
     committed: int,
