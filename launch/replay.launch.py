@@ -48,6 +48,7 @@ def generate_launch_description() -> LaunchDescription:
         'loops': LaunchConfiguration('loops'),
         'publish_clock': False,
         'wait_subscribers_s': 30.0,
+        'require_subscribers': True,  # a graph that is not there: the replay fails, naming it
     }
     actions: list[object] = [
         DeclareLaunchArgument('bag', description='rosbag2 folder to replay'),

@@ -68,6 +68,11 @@ class ReplayParams:
         default=0.0,
         low=0.0,
     )
+    require_subscribers: bool = param(
+        'a topic still without a subscriber after wait_subscribers_s ends the replay with status '
+        '2, naming it (the launch files: never play to an absent graph); false: start anyway',
+        default=False,
+    )
     restamp: bool = param(
         'move header stamps onto the host clock (the first message anchors the recorded timeline '
         'at the time it is replayed): the graph then measures live latency',

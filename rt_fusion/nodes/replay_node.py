@@ -246,11 +246,14 @@ class ReplayNode(lifecycle.DeviceNode):
     def _play_all(self) -> None:
         p = self.params
         assert p is not None
-        counts = [pub.get_subscription_count for pub in self.pubs.values()]
-        counts += [sp.subscriber_count for sp in self.shm_pubs.values()]
-        counts += [pub.get_subscription_count for _r, pub in self.audio_rings.values()]
+        counts = {pub.topic_name: pub.get_subscription_count for pub in self.pubs.values()}
+        counts |= {sp.topic: sp.subscriber_count for sp in self.shm_pubs.values()}
+        counts |= {
+            pub.topic_name: pub.get_subscription_count for _r, pub in self.audio_rings.values()
+        }
         if self.ack_sub is not None:  # an acknowledgement sent before this matches is lost
-            counts.append(compat.publisher_counter(self, self.ack_sub))
+            name = f'{self.ack_sub.topic_name} (its publisher)'
+            counts[name] = compat.publisher_counter(self, self.ack_sub)
         if not waiting.wait_to_start(
             self,
             counts,
@@ -259,6 +262,7 @@ class ReplayNode(lifecycle.DeviceNode):
             self._start,
             p.start_timeout_s,
             self._stop,
+            required=p.require_subscribers,
         ):
             return
         # Every shared-memory subscriber matched by now acknowledges a handshake before the

@@ -542,3 +542,18 @@ def test_a_bag_that_fails_while_it_plays_ends_the_replay_with_status_2(
         replay.tail()
     )
     assert not any('Traceback' in x for x in replay.stderr), replay.tail()
+
+
+def test_a_replay_to_an_absent_graph_fails_naming_the_topics_nobody_took(
+    procs: ProcGroup, tmp_path
+) -> None:  # type: ignore[no-untyped-def]
+    """require_subscribers:=true (as the launch files set it): nobody subscribes within the
+    wait, so the replay ends with status 2 naming the topics, instead of playing to nobody."""
+    bag, _mcap = _small_bag(tmp_path, 10)
+    replay = procs.node(
+        'replay_node', '-p', f'bag:={bag}', '-p', 'topics:=[/speed]',
+        '-p', 'wait_subscribers_s:=2.0', '-p', 'require_subscribers:=true',
+    )  # fmt: skip
+    assert replay.wait(120) == 2, replay.tail()
+    named = [x for x in replay.stderr if 'no subscriber after 2 s: /speed' in x]
+    assert named, replay.tail()
