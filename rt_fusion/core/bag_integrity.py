@@ -55,6 +55,8 @@ class Integrity:
     checked: int  # chunks that carry a CRC (and were checked)
     corrupt: tuple[CorruptChunk, ...]
     unchecked_files: tuple[str, ...]  # sqlite3 files, or MCAP files without a chunk index
+    # Messages per topic as the MCAP files' chunk indexes count them (the bag's own truth).
+    counts: dict[str, int] = dataclasses.field(default_factory=dict)
 
     @property
     def skipped(self) -> int:
@@ -146,8 +148,11 @@ def add_crcs(path: Path) -> int:
     return chunks
 
 
-def _verify_mcap(path: Path) -> tuple[int, int, list[CorruptChunk], bool]:
-    """(chunks, checked, corrupt, indexed) of one MCAP file, through rosbags' chunk index."""
+def _verify_mcap(
+    path: Path, counts: dict[str, int] | None = None
+) -> tuple[int, int, list[CorruptChunk], bool]:
+    """(chunks, checked, corrupt, indexed) of one MCAP file, through rosbags' chunk index;
+    ``counts`` (topic -> messages) is added to from the index."""
     from rosbags.rosbag2.storage_mcap import McapReader  # noqa: PLC0415
 
     reader = McapReader(path)
@@ -159,6 +164,11 @@ def _verify_mcap(path: Path) -> tuple[int, int, list[CorruptChunk], bool]:
         reader.close()
     if not infos:
         return 0, 0, [], False
+    if counts is not None:
+        for info in infos:
+            for cid, n in info.channel_count.items():
+                topic = channels.get(cid, f'channel {cid}')
+                counts[topic] = counts.get(topic, 0) + int(n)
     corrupt: list[CorruptChunk] = []
     checked = 0
     with path.open('rb') as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
@@ -213,12 +223,13 @@ def verify(bag: Path | str) -> Integrity:
     chunks = checked = 0
     corrupt: list[CorruptChunk] = []
     unchecked: list[str] = []
+    counts: dict[str, int] = {}
     for path in sorted(folder.iterdir()):
         if path.suffix == '.db3':
             unchecked.append(path.name)
         elif path.suffix == '.mcap':
             try:
-                n, c, bad, indexed = _verify_mcap(path)
+                n, c, bad, indexed = _verify_mcap(path, counts)
             except IntegrityError:
                 raise
             except Exception as err:
@@ -227,4 +238,26 @@ def verify(bag: Path | str) -> Integrity:
             corrupt += bad
             if not indexed or c < n:
                 unchecked.append(path.name)
-    return Integrity(chunks, checked, tuple(corrupt), tuple(unchecked))
+    return Integrity(chunks, checked, tuple(corrupt), tuple(unchecked), counts)
+
+
+def metadata_mismatches(bag: Path | str, integrity: Integrity) -> list[str]:
+    """Where ``metadata.yaml``'s per-topic ``message_count`` differs from what the MCAP files'
+    chunk indexes hold (an edited or stale metadata file), one line each; nothing for a bag
+    without MCAP files or without a metadata file."""
+    import yaml  # noqa: PLC0415
+
+    folder = Path(bag)
+    if folder.is_file():
+        folder = folder.parent
+    meta = folder / 'metadata.yaml'
+    if not integrity.counts or integrity.unchecked_files or not meta.is_file():
+        return []
+    info = (yaml.safe_load(meta.read_text()) or {}).get('rosbag2_bagfile_information', {})
+    out = []
+    for entry in info.get('topics_with_message_count', []) or []:
+        topic = entry.get('topic_metadata', {}).get('name', '')
+        said, held = int(entry.get('message_count', 0)), integrity.counts.get(topic, 0)
+        if said != held:
+            out.append(f'{topic}: metadata.yaml says {said} messages, the MCAP files hold {held}')
+    return out

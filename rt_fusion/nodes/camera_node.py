@@ -35,7 +35,7 @@ from rt_fusion.core.params import param
 from rt_fusion.ros import lifecycle, parameters, running, share
 from rt_fusion.ros.conversions import ns_to_time
 from rt_fusion.ros.diagnostics import Level, NodeDiagnostics
-from rt_fusion.ros.shm_transport import ShmPublisher, segment_name
+from rt_fusion.ros.shm_transport import ShmPublisher, scoped_segment
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,7 +66,9 @@ class CameraParams:
     )
     ring_slots: int = param('slots of the shared-memory ring', default=8, low=2, high=256)
     segment: str = param(
-        'shared-memory segment name (empty: rt_fusion_d<domain>_<namespace>_<node>)', default=''
+        'shared-memory segment name, scoped as rt_fusion_d<domain>_<name> (empty: '
+        'rt_fusion_d<domain>_<namespace>_<node>)',
+        default='',
     )
     transport: str = param(
         'shm: ring + descriptors; ros: full images only', default='shm', choices=('shm', 'ros')
@@ -171,7 +173,7 @@ class CameraNode(lifecycle.DeviceNode):
             loop=p.loop,
         )
         if self.pub is None:
-            segment = p.segment or segment_name(self)
+            segment = scoped_segment(self, p.segment)
             h, w, c = self.cam.shape
             self.pub = ShmPublisher(
                 self,

@@ -30,7 +30,7 @@ from rt_fusion.core.frame import FrameDescriptor
 from rt_fusion.core.latency import LatencyRecorder
 from rt_fusion.core.params import param
 from rt_fusion.ros import parameters, running
-from rt_fusion.ros.shm_transport import Received, ShmPublisher, ShmSubscription
+from rt_fusion.ros.shm_transport import Received, ShmPublisher, ShmSubscription, scoped_segment
 
 #: How long the talker waits after it first sees a listener [ns].
 SETTLE_NS = 500_000_000
@@ -52,7 +52,11 @@ class FrameProbeParams:
     encoding: str = param(
         'talker frame encoding', default='rgb8', choices=('rgb8', 'bgr8', 'mono8', 'mono16')
     )
-    segment: str = param('talker ring name in /dev/shm', default='rt_fusion_probe')
+    segment: str = param(
+        'talker ring name in /dev/shm, scoped as rt_fusion_d<domain>_<name> (empty: '
+        'rt_fusion_d<domain>_<namespace>_<node>)',
+        default='',
+    )
     slots: int = param('talker ring slots', default=8, low=2, high=4096)
     transport: str = param(
         'talker: shm|ros; listener: auto|shm|ros', default='auto', choices=('auto', 'shm', 'ros')
@@ -133,7 +137,7 @@ class FrameProbeNode(Node):
             self.pub = ShmPublisher(
                 self,
                 '~/out/frames',
-                p.segment,
+                scoped_segment(self, p.segment),
                 self._base.nbytes,
                 p.slots,
                 frame_id='probe',

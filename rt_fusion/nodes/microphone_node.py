@@ -34,7 +34,7 @@ from rt_fusion.core.shm import ShmRingWriter
 from rt_fusion.ros import lifecycle, parameters, running
 from rt_fusion.ros.conversions import descriptor_to_msg, ns_to_time
 from rt_fusion.ros.diagnostics import Level, NodeDiagnostics
-from rt_fusion.ros.shm_transport import segment_name
+from rt_fusion.ros.shm_transport import scoped_segment
 
 
 class AudioDeviceError(RtFusionError):
@@ -56,7 +56,9 @@ class MicrophoneParams:
     frame_id: str = param('frame of the microphone', default='microphone')
     ring_slots: int = param('blocks in the shared-memory ring', default=64, low=2)
     segment: str = param(
-        'shared-memory segment (empty: rt_fusion_d<domain>_<namespace>_<node>)', default=''
+        'shared-memory segment, scoped as rt_fusion_d<domain>_<name> (empty: '
+        'rt_fusion_d<domain>_<namespace>_<node>)',
+        default='',
     )
     queue_blocks: int = param('blocks between callback and publisher', default=256, low=4)
     inline_samples: bool = param(
@@ -119,7 +121,7 @@ class MicrophoneNode(lifecycle.DeviceNode):
         self.queue = BlockQueue(p.queue_blocks, p.block_size, p.channels, p.dtype)
         nbytes = p.block_size * p.channels * np.dtype(p.dtype).itemsize
         self.ring = ShmRingWriter.create(
-            p.segment or segment_name(self), nbytes, p.ring_slots, frame_id=p.frame_id
+            scoped_segment(self, p.segment), nbytes, p.ring_slots, frame_id=p.frame_id
         )
         self.pub = self.create_lifecycle_publisher(
             AudioChunk, '~/out/audio', QoSProfile(depth=64, reliability=ReliabilityPolicy.RELIABLE)

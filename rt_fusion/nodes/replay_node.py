@@ -40,7 +40,7 @@ from rosgraph_msgs.msg import Clock
 from std_msgs.msg import UInt64
 
 from rt_fusion.core.bag import BagError, image_to_array, iter_messages, open_reader
-from rt_fusion.core.bag_integrity import IntegrityError, verify
+from rt_fusion.core.bag_integrity import IntegrityError, metadata_mismatches, verify
 from rt_fusion.core.errors import ParameterError
 from rt_fusion.core.replay import (
     Pacer,
@@ -123,6 +123,13 @@ class ReplayNode(lifecycle.DeviceNode):
                 f'every chunk is corrupt, nothing to replay: {self.integrity.summary()}',
             )
         self.get_logger().info(f'bag integrity: {self.integrity.summary()}')
+        for line in metadata_mismatches(p.bag, self.integrity):  # replayed: what the files hold
+            self.get_logger().warning(f'metadata: {line}')
+            print(f'METADATA {line}', flush=True)
+            if p.strict:
+                raise ParameterError(
+                    'bag', p.bag, f'metadata differs from the data (strict): {line}'
+                )
         topics = list(p.topics) or sorted(types)
         self.shm_map = parse_remaps(p.shm, 'shm')
         self.stamp_map = parse_pairs(p.stamp_from)

@@ -136,6 +136,17 @@ def segment_name(node: Node, suffix: str = '') -> str:
     return f'rt_fusion_d{domain}_' + '_'.join(parts)
 
 
+def scoped_segment(node: Node, name: str) -> str:
+    """An explicit segment name (a node's ``segment`` parameter) scoped by ROS domain as
+    :func:`segment_name`'s are: ``rt_fusion_d<domain>_<name>``, so that one configuration run
+    in two domains on one host (two demos, a test beside a running graph) writes two rings; a
+    name that already carries this domain's prefix is kept; empty: :func:`segment_name`."""
+    if not name:
+        return segment_name(node)
+    prefix = f'rt_fusion_d{node.context.get_domain_id()}_'
+    return name if name.startswith(prefix) else prefix + name
+
+
 class ShmPublisher:
     """A ring in /dev/shm plus the descriptor publisher (and the full message when asked for).
 

@@ -126,3 +126,17 @@ def test_a_damaged_index_is_refused_with_its_reason(tmp_path: Path) -> None:
     _damage(bag, mcap.stat().st_size - 300, 64)  # the summary: the chunk index and the footer
     with pytest.raises(bag_integrity.IntegrityError, match=r'\.mcap: '):
         bag_integrity.verify(bag)
+
+
+def test_an_edited_message_count_in_the_metadata_is_named(tmp_path: Path) -> None:
+    """metadata.yaml's per-topic counts against the chunk indexes (the bag's own counts): an
+    edited or stale file was ignored silently."""
+    bag = tmp_path / 'bag'
+    _write(bag, n=10)
+    report = bag_integrity.verify(bag)
+    assert report.counts == {'/cam': 10, '/speed': 10}
+    assert bag_integrity.metadata_mismatches(bag, report) == []
+    meta = bag / 'metadata.yaml'
+    meta.write_text(meta.read_text().replace('message_count: 10\n', 'message_count: 12\n', 1))
+    (line,) = bag_integrity.metadata_mismatches(bag, report)
+    assert 'metadata.yaml says 12 messages, the MCAP files hold 10' in line

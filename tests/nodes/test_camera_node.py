@@ -97,7 +97,8 @@ def test_frames_arrive_through_shm_in_order_and_bit_exact_and_none_lost_uncounte
         assert stats['overruns'] + stats['torn'] >= sequences[0], stats
     assert frames[0]['shape'] == [540, 960, 3] and frames[0]['encoding'] == 'bgr8'
     assert camera.wait(30) == 0  # the file ended: the node finished on its own
-    assert not (SHM_DIR / 'rt_fusion_test_camera').exists()
+    ring = f'rt_fusion_d{procs.env["ROS_DOMAIN_ID"]}_rt_fusion_test_camera'  # domain-scoped
+    assert not (SHM_DIR / ring).exists()
 
 
 def test_missing_device_fails_start_up_with_a_clear_error(procs: ProcGroup) -> None:

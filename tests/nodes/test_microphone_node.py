@@ -100,7 +100,11 @@ def test_samples_arrive_bit_exact_and_in_order(procs: ProcGroup, tmp_path: Path)
     assert [m['first_sample_index'] for m in msgs] == [1024 * k for k in range(n_blocks)]
     stamps = [m['header']['stamp']['sec'] * 10**9 + m['header']['stamp']['nanosec'] for m in msgs]
     assert all(b > a for a, b in itertools.pairwise(stamps))
-    assert msgs[0]['frame']['segment'] == 'rt_fusion_test_mic'
+    # the explicit name, scoped by the ROS domain
+    assert (
+        msgs[0]['frame']['segment']
+        == f'rt_fusion_d{procs.env["ROS_DOMAIN_ID"]}_rt_fusion_test_mic'
+    )
     assert msgs[0]['frame']['shape'] == [1024, channels]
     assert {m['stamp_source'] for m in msgs} == {'adc'}
 

@@ -48,7 +48,8 @@ def _start(procs: ProcGroup, *, talker: list[str], listener: list[str]) -> tuple
         *talker,
         name='talker',
     )
-    return tal, lis, segment
+    # The node scopes its ring by the ROS domain (rt_fusion.ros.shm_transport.scoped_segment).
+    return tal, lis, f'rt_fusion_d{procs.env["ROS_DOMAIN_ID"]}_{segment}'
 
 
 def _finish(tal: Proc, lis: Proc, segment: str) -> tuple[list[dict], list[dict], dict]:  # type: ignore[type-arg]
@@ -194,9 +195,10 @@ def test_segment_names_differ_by_domain_and_namespace() -> None:
     carry the ROS domain, the namespace, the node and the topic."""
     rclpy = pytest.importorskip('rclpy')
     from rt_fusion.ros import compat  # noqa: PLC0415
-    from rt_fusion.ros.shm_transport import segment_name  # noqa: PLC0415
+    from rt_fusion.ros.shm_transport import scoped_segment, segment_name  # noqa: PLC0415
 
-    names = []
+    names: list[str] = []
+    explicit: list[str] = []
     for domain, namespace in ((91, ''), (92, ''), (91, '/car2')):
         context = rclpy.Context()
         rclpy.init(context=context, domain_id=domain)
@@ -205,6 +207,9 @@ def test_segment_names_differ_by_domain_and_namespace() -> None:
             names.append(segment_name(node))
             if not namespace:
                 names.append(segment_name(node, '/camera/out/image'))
+                # An explicit ``segment`` parameter is scoped the same way (issue #54).
+                explicit.append(scoped_segment(node, 'front_cam'))
+                assert scoped_segment(node, explicit[-1]) == explicit[-1]  # kept once scoped
             node.destroy_node()
         finally:
             compat.try_shutdown(context=context)
@@ -215,6 +220,7 @@ def test_segment_names_differ_by_domain_and_namespace() -> None:
     ]
     assert names[4] == 'rt_fusion_d91_car2_camera'
     assert len(set(names)) == len(names)
+    assert explicit == ['rt_fusion_d91_front_cam', 'rt_fusion_d92_front_cam']
 
 
 def test_a_writer_waits_for_as_many_subscribers_as_it_is_told() -> None:
