@@ -102,3 +102,42 @@ def test_the_systemd_unit_stops_the_launch_with_sigterm_and_restarts_a_failure()
             timeout=60,
         )
         assert done.returncode == 0 and not done.stderr.strip(), done.stderr
+
+
+@pytest.mark.parametrize('node', ['fusion', 'planner'])
+def test_a_misspelt_parameter_in_one_node_ends_the_launch_naming_it(
+    tmp_path: Path, node: str
+) -> None:
+    """``infer_perod_s`` in the fusion's section (or a typo in the planner's): the node refuses
+    it and exits 2, and the whole launch ends non-zero naming it, with nothing left running
+    (before, the replay waited 60 s, then played 881 messages to nobody, and never ended)."""
+    if not launching.available() or not (VENV / 'lib' / 'rt_fusion' / 'replay_node').exists():
+        pytest.skip('launch/launch_ros or the ament layout missing: run make setup')
+    import time  # noqa: PLC0415
+
+    import yaml  # noqa: PLC0415
+
+    root = Path(__file__).resolve().parents[1]
+    bag = make_scenario(tmp_path / 'scenario', 'cut_in', 3, 8)
+    config = yaml.safe_load((root / 'config' / 'replay.yaml').read_text())
+    typo = 'infer_perod_s' if node == 'fusion' else 'replan_perod_s'
+    config[node]['ros__parameters'][typo] = 0.2
+    path = tmp_path / 'replay.yaml'
+    path.write_text(yaml.safe_dump(config))
+    env = {**ros_env(), 'AMENT_PREFIX_PATH': str(VENV)}
+    log = tmp_path / 'launch.log'
+    started = time.monotonic()
+    launched = launching.LaunchedGraph(
+        'replay.launch.py', {'bag': str(bag), 'config': str(path)}, env=env, log=log
+    )
+    try:
+        status = launched.popen.wait(timeout=240)
+        took = time.monotonic() - started
+    finally:
+        launched.stop(timeout_s=60)
+    text = log.read_text()
+    assert status != 0, log_excerpt(text)
+    assert typo in text and 'unknown parameter' in text, log_excerpt(text)
+    assert 'stopping the graph' in text, log_excerpt(text)
+    assert not launching.group_argv(launched.popen.pid), 'a process outlived the launch'
+    print(f'{node}: the launch ended {took:.1f} s after it started (status {status})')
