@@ -103,6 +103,7 @@ def generate_launch_description() -> LaunchDescription:
         ),
         graph.declare_namespace(),
         graph.declare_frame_prefix(),
+        *graph.declare_viewer(),
     ]
 
     def nodes(context: LaunchContext) -> list[object]:
@@ -162,12 +163,17 @@ def generate_launch_description() -> LaunchDescription:
             graph.PLANNER.name: graph.launch_node(
                 graph.PLANNER, [config, clock, frames.get('planner', {})]
             ),
+            # The live view, when asked (optional: without foxglove-sdk the graph runs on).
+            **graph.viewer_node(context, [clock]),
             graph.REPLAY.name: graph.launch_node(
                 graph.REPLAY, [replay_params, topics, shm, radar, replay, clock]
             ),
         }
         # Configured and activated in this order (the consumers first, the replay last).
-        return graph.in_namespace(context, graph.brought_up(nodes, order=list(nodes)))
+        optional = [graph.VIEWER.name] if graph.VIEWER.name in nodes else []
+        return graph.in_namespace(
+            context, graph.brought_up(nodes, order=list(nodes), optional=optional)
+        )
 
     actions.append(OpaqueFunction(function=nodes))
     return LaunchDescription(actions)

@@ -50,7 +50,9 @@ MODULE_TO_KEY = {
 }
 # Optional: imported lazily where present, never required by the nodes; no rosdep key, so they
 # are in requirements-vehicle.txt (onnx: model export and tools/make_test_model.py only).
-OPTIONAL = {'torch', 'tensorrt', 'pycuda', 'cuda', 'cupy', 'onnx2torch', 'onnx'}
+# foxglove (foxglove-sdk): no rosdep key exists; the vehicle installs it from PyPI
+# (requirements-vehicle.txt) and viewer_node says so where it is missing.
+OPTIONAL = {'torch', 'tensorrt', 'pycuda', 'cuda', 'cupy', 'onnx2torch', 'onnx', 'foxglove'}
 IMPORT_CHECK = 'import rclpy, rt_fusion, rt_fusion_msgs.msg; print(rt_fusion_msgs.msg.ShmFrame)'
 ROS_MODULES = {'rclpy', 'rcl_interfaces', 'rosidl_runtime_py', 'launch', 'launch_ros'}
 

@@ -43,6 +43,7 @@ NODES = {
     'sim_node': 'rt_fusion.nodes.sim_node:main',
     'calibration_node': 'rt_fusion.nodes.calibration_node:main',
     'bringup_node': 'rt_fusion.nodes.bringup_node:main',
+    'viewer_node': 'rt_fusion.nodes.viewer_node:main',
 }
 TOOLS = {
     'rt_fusion_demo': 'rt_fusion_tools.demo:main',

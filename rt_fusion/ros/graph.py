@@ -96,6 +96,24 @@ TF_TOPIC = '/tf'  # tf2_msgs/TFMessage: odom -> base_link, from the fusion's odo
 TF_STATIC_TOPIC = '/tf_static'  # tf2_msgs/TFMessage, latched: base_link -> every sensor frame
 # Lock-step runs: the fusion node acknowledges each input it took in (std_msgs/UInt64).
 ACK_TOPIC = 'fusion/ack'
+AUDIO_EVENTS_TOPIC = 'fusion/out/audio_events'  # rt_fusion_msgs/AudioEvent (the hearing)
+# viewer_node's Foxglove channels (not ROS topics: what Foxglove's panels subscribe to).
+VIEWER_CAMERA = '/camera/image'
+VIEWER_TRACKS = '/tracks'
+VIEWER_RADAR = '/radar'
+VIEWER_PLAN = '/plan'
+VIEWER_TF = '/tf'
+VIEWER_AUDIO = '/audio_events'
+VIEWER_HEALTH = '/health'
+VIEWER_CHANNELS = (
+    VIEWER_CAMERA,
+    VIEWER_TRACKS,
+    VIEWER_RADAR,
+    VIEWER_PLAN,
+    VIEWER_TF,
+    VIEWER_AUDIO,
+    VIEWER_HEALTH,
+)
 
 FUSION = GraphNode(
     'fusion',
@@ -136,13 +154,14 @@ SIM = GraphNode('sim', 'sim_node', (('~/in/trajectory', TRAJECTORY_TOPIC),))
 
 # Brings the others up in order and names the one that fails (rt_fusion/ros/bringup.py).
 BRINGUP = GraphNode('bringup', 'bringup_node')
+VIEWER = GraphNode('viewer', 'viewer_node')  # viewer:=true (Foxglove WebSocket)
 
 VEHICLE = (*SENSORS, FUSION, PLANNER, CALIBRATION)
 REPLAYED = (REPLAY, FUSION, PLANNER, CALIBRATION)
 CLOSED_LOOP = (SIM, FUSION, PLANNER, CALIBRATION)
 # Every node name a parameter file of this package may have a section for (fusion_rclpy: the
 # conventional-graph fusion the demo measures beside ours).
-KNOWN_SECTIONS = (*(n.name for n in (*VEHICLE, REPLAY, SIM, BRINGUP)), 'fusion_rclpy')
+KNOWN_SECTIONS = (*(n.name for n in (*VEHICLE, REPLAY, SIM, BRINGUP, VIEWER)), 'fusion_rclpy')
 #: What a node brought up by the bring-up node is given: it waits to be configured.
 MANAGED = {'autostart': False}
 
@@ -300,6 +319,30 @@ def launch_node(node: GraphNode, parameters: list[Any], **kwargs: Any) -> Any:
 
 class GraphFailedError(RuntimeError):
     """A node of a launched graph failed: launch ends the whole graph with status 1."""
+
+
+def declare_viewer() -> list[Any]:
+    """The launch arguments ``viewer`` (true: viewer_node beside the graph, optional in the
+    bring-up) and ``viewer_port``."""
+    from launch.actions import DeclareLaunchArgument  # noqa: PLC0415
+
+    return [
+        DeclareLaunchArgument(
+            'viewer', default_value='false',
+            description='the Foxglove live view (viewer_node; ws://127.0.0.1:<viewer_port>)',
+        ),
+        DeclareLaunchArgument('viewer_port', default_value='8765', description='its port'),
+    ]  # fmt: skip
+
+
+def viewer_node(context: Any, parameters: list[Any]) -> dict[str, Any]:
+    """``{'viewer': its Node action}`` when ``viewer:=true``, else nothing."""
+    from launch.substitutions import LaunchConfiguration  # noqa: PLC0415
+
+    if LaunchConfiguration('viewer').perform(context).lower() != 'true':
+        return {}
+    port = int(LaunchConfiguration('viewer_port').perform(context))
+    return {VIEWER.name: launch_node(VIEWER, [*parameters, {'port': port}])}
 
 
 def brought_up(

@@ -1,0 +1,200 @@
+"""viewer_node: the graph live in Foxglove (or Lichtblick), over the Foxglove WebSocket protocol.
+
+It serves a Foxglove WebSocket (foxglove-sdk; ``ws://<host>:<port>``, by default
+``ws://127.0.0.1:8765``, what the Foxglove app's "Open connection" offers) with these channels,
+built from the graph's topics (:mod:`rt_fusion.ros.viewer.scene`):
+
+- ``/camera/image`` (``foxglove.CompressedImage``): the front camera, read from its
+  shared-memory ring (never through the fusion), downscaled to ``camera_width`` and JPEG-encoded
+  at most ``camera_rate_hz`` times a second;
+- ``/tracks`` (``foxglove.SceneUpdate``): the fused objects as boxes with id, class and a
+  velocity arrow; ``/radar``: the radar returns; ``/plan``: the planned trajectory;
+- ``/tf`` (``foxglove.FrameTransforms``): ``/tf`` and ``/tf_static``;
+- ``/audio_events`` (``foxglove.Log``); ``/health`` (JSON): each node's diagnostics status.
+
+It never slows the graph: its subscriptions are best effort (a slow viewer loses messages, the
+publishers do not wait for it), the camera is sampled, not taken frame by frame, and each client
+has a bounded queue (``client_backlog`` messages; the server drops beyond it). A port already
+in use fails the start naming it; without foxglove-sdk the node fails its start saying so, and a
+launch that lists it as optional runs on without it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+import time
+from typing import Any, ClassVar
+
+from diagnostic_msgs.msg import DiagnosticArray
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rt_fusion_msgs.msg import AudioEvent, ObjectArray, RadarObjects, Trajectory
+from tf2_msgs.msg import TFMessage
+
+from rt_fusion.core.errors import ParameterError, RtFusionError
+from rt_fusion.core.params import param
+from rt_fusion.ros import graph, lifecycle, parameters, running
+from rt_fusion.ros.shm_transport import Received, ShmSubscription
+
+CHANNELS = graph.VIEWER_CHANNELS
+
+
+class ViewerUnavailableError(RtFusionError):
+    """foxglove-sdk is not installed: the viewer cannot run (the graph can)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ViewerParams:
+    """Parameters of viewer_node."""
+
+    host: str = param(
+        'address the WebSocket listens on (0.0.0.0: every interface, for a laptop on the car)',
+        default='127.0.0.1',
+    )
+    port: int = param('WebSocket port (0: any free one, printed)', default=8765, low=0, high=65535)
+    camera_rate_hz: float = param(
+        'camera images sent at most this often (0: no camera)', unit='Hz', default=5.0, low=0.0
+    )
+    camera_width: int = param('camera images downscaled to this width', unit='px', default=640,
+                              low=32)  # fmt: skip
+    jpeg_quality: int = param('JPEG quality of the camera images', default=70, low=10, high=100)
+    client_backlog: int = param(
+        'messages queued per client before the server drops (a client that does not read)',
+        default=256,
+        low=8,
+    )
+
+
+class ViewerNode(lifecycle.DeviceNode):
+    """See the module docstring."""
+
+    PARAM_GROUPS: ClassVar[parameters.ParamGroups] = ((ViewerParams, ''),)
+    PARAMS = (ViewerParams,)
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__('viewer', **kwargs)
+        self.server: Any = None
+        self.channels: dict[str, Any] = {}
+        self.sent: dict[str, int] = dict.fromkeys(CHANNELS, 0)
+        self._next_camera = 0.0
+        self.camera_errors = 0
+
+    def configure(self) -> None:
+        """Starts the WebSocket server and its channels; subscribes to the graph."""
+        p = self.p = parameters.declare_params(self, ViewerParams)
+        try:
+            import foxglove  # noqa: PLC0415
+            from foxglove import channels as fc  # noqa: PLC0415
+
+            from rt_fusion.ros.viewer import scene  # noqa: PLC0415
+        except ImportError as err:
+            raise ViewerUnavailableError(
+                f'foxglove-sdk is not installed ({err}): the viewer is off, the graph runs '
+                'without it (pip install foxglove-sdk, or make setup)'
+            ) from err
+        self.scene = scene
+        self.fox = foxglove.Context()
+        try:
+            self.server = foxglove.start_server(
+                name='rt_fusion', host=p.host, port=p.port, context=self.fox,
+                message_backlog_size=p.client_backlog,
+            )  # fmt: skip
+        except Exception as err:
+            raise ParameterError('port', p.port, f'cannot listen on {p.host}: {err}') from err
+        ctx = self.fox
+        self.channels = {
+            graph.VIEWER_CAMERA: fc.CompressedImageChannel(graph.VIEWER_CAMERA, context=ctx),
+            graph.VIEWER_TRACKS: fc.SceneUpdateChannel(graph.VIEWER_TRACKS, context=ctx),
+            graph.VIEWER_RADAR: fc.SceneUpdateChannel(graph.VIEWER_RADAR, context=ctx),
+            graph.VIEWER_PLAN: fc.SceneUpdateChannel(graph.VIEWER_PLAN, context=ctx),
+            graph.VIEWER_TF: fc.FrameTransformsChannel(graph.VIEWER_TF, context=ctx),
+            graph.VIEWER_AUDIO: fc.LogChannel(graph.VIEWER_AUDIO, context=ctx),
+            graph.VIEWER_HEALTH: foxglove.Channel(
+                graph.VIEWER_HEALTH,
+                message_encoding='json',
+                schema=foxglove.Schema(
+                    name='rt_fusion.Health',
+                    encoding='jsonschema',
+                    data=json.dumps(scene.HEALTH_SCHEMA).encode(),
+                ),
+                context=ctx,
+            ),
+        }
+        url = f'ws://{p.host}:{self.server.port}'
+        self.get_logger().info(f'Foxglove WebSocket on {url} (channels: {", ".join(CHANNELS)})')
+        print(f'VIEWER {url}', flush=True)
+        quiet = QoSProfile(depth=5, reliability=ReliabilityPolicy.BEST_EFFORT)
+        latched = QoSProfile(
+            depth=1,
+            reliability=ReliabilityPolicy.RELIABLE,
+            durability=DurabilityPolicy.TRANSIENT_LOCAL,
+        )
+        subs: list[tuple[Any, str, str, Any, QoSProfile]] = [
+            (ObjectArray, graph.OBJECTS_TOPIC, graph.VIEWER_TRACKS, scene.tracks, quiet),
+            (RadarObjects, graph.RADAR_TOPIC, graph.VIEWER_RADAR, scene.radar, quiet),
+            (Trajectory, graph.TRAJECTORY_TOPIC, graph.VIEWER_PLAN, scene.plan, quiet),
+            (TFMessage, graph.TF_TOPIC, graph.VIEWER_TF, scene.transforms, quiet),
+            (TFMessage, graph.TF_STATIC_TOPIC, graph.VIEWER_TF, scene.transforms, latched),
+            (AudioEvent, graph.AUDIO_EVENTS_TOPIC, graph.VIEWER_AUDIO, scene.audio_event, quiet),
+            (DiagnosticArray, graph.DIAGNOSTICS_TOPIC, graph.VIEWER_HEALTH, scene.health, quiet),
+        ]
+        for kind, topic, channel, convert, qos in subs:
+            self.create_subscription(kind, topic, self._forward(channel, convert), qos)
+        self.camera: ShmSubscription | None = None
+        if p.camera_rate_hz > 0:
+            self.camera = ShmSubscription(self, graph.CAMERA_TOPIC, self._on_frame, depth=2)
+
+    def _forward(self, channel: str, convert: Any) -> Any:
+        def callback(msg: Any) -> None:
+            self.channels[channel].log(convert(msg))
+            self.sent[channel] += 1
+
+        return callback
+
+    def _on_frame(self, frame: Received, _path: str) -> None:
+        """A camera frame: sampled at ``camera_rate_hz``, downscaled, JPEG, on /camera/image."""
+        now = time.monotonic()
+        if now < self._next_camera:
+            return
+        p = self.p
+        self._next_camera = now + 1.0 / p.camera_rate_hz
+        desc = frame.desc
+        try:
+            data, _scale = self.scene.camera_jpeg(
+                frame.array, desc.encoding, p.camera_width, p.jpeg_quality
+            )
+        except (ValueError, Exception) as err:  # noqa: BLE001 - an encoding OpenCV cannot take
+            self.camera_errors += 1
+            self.get_logger().warning(f'camera frame not shown: {err}', throttle_duration_sec=5.0)
+            return
+        if not frame.valid():  # overwritten while it was encoded: not shown
+            return
+        from foxglove import messages as fm  # noqa: PLC0415
+
+        stamp = fm.Timestamp(desc.stamp_ns // 10**9, desc.stamp_ns % 10**9)
+        self.channels[graph.VIEWER_CAMERA].log(
+            fm.CompressedImage(timestamp=stamp, frame_id='camera', data=data, format='jpeg')
+        )
+        self.sent[graph.VIEWER_CAMERA] += 1
+
+    def cleanup(self) -> None:
+        """Stops the server and closes the channels."""
+        if self.camera is not None:
+            self.camera.destroy()
+            self.camera = None
+        for channel in self.channels.values():
+            channel.close()
+        self.channels = {}
+        if self.server is not None:
+            self.server.stop()
+            self.server = None
+
+
+def main(args: list[str] | None = None) -> int:
+    """Entry point of ``viewer_node``."""
+    return running.run(ViewerNode, args)
+
+
+if __name__ == '__main__':
+    sys.exit(main())
