@@ -77,6 +77,7 @@ def generate_launch_description() -> LaunchDescription:
         ),
         graph.declare_namespace(),
         graph.declare_frame_prefix(),
+        *graph.declare_viewer(),
     ]
 
     def nodes(context: LaunchContext) -> list[object]:
@@ -100,9 +101,13 @@ def generate_launch_description() -> LaunchDescription:
             graph.PLANNER.name: graph.launch_node(
                 graph.PLANNER, [config, closed['planner'], managed, frames.get('planner', {})]
             ),
+            **graph.viewer_node(context, [managed]),  # viewer:=true (optional)
             graph.SIM.name: graph.launch_node(graph.SIM, [sim, {'ack_topic': ACK}, managed]),
         }
-        return graph.in_namespace(context, graph.brought_up(nodes, order=list(nodes)))
+        optional = [graph.VIEWER.name] if graph.VIEWER.name in nodes else []
+        return graph.in_namespace(
+            context, graph.brought_up(nodes, order=list(nodes), optional=optional)
+        )
 
     actions.append(OpaqueFunction(function=nodes))
     return LaunchDescription(actions)

@@ -209,10 +209,14 @@ def _graph(context: LaunchContext) -> list[object]:
             }
             or None,
         )
+    # The live view, when asked: optional (without foxglove-sdk the graph runs on).
+    viewer = graph.viewer_node(context, [graph.MANAGED] if not respawn else [])
+    nodes.update(viewer)
     # Consumers first: configured and activated before the sensors stream into them.
-    order = [n for n in ('calibration', 'fusion', 'planner') if n in nodes]
+    order = [n for n in ('calibration', 'fusion', 'planner', 'viewer') if n in nodes]
     order += [n for n in nodes if n not in order]
     optional = [n for n in LaunchConfiguration('optional').perform(context).split(',') if n]
+    optional += list(viewer)
     unknown = sorted(set(optional) - set(nodes))
     if unknown:
         raise ValueError(f'launch argument optional: {unknown} are not nodes of this graph')
@@ -301,6 +305,7 @@ def generate_launch_description() -> LaunchDescription:
         ),
         graph.declare_namespace(),
         graph.declare_frame_prefix(),
+        *graph.declare_viewer(),
     ]
     for node in graph.VEHICLE:
         actions.append(
