@@ -114,6 +114,10 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument('--out', type=Path, default=ROOT / 'results' / 'demo')
     parser.add_argument(
+        '--viewer', type=int, nargs='?', const=8765, default=0, metavar='PORT',
+        help='the Foxglove live view of the rt_fusion run (scenario) on PORT (default 8765)',
+    )  # fmt: skip
+    parser.add_argument(
         '--check', action='store_true', help='exit 1 when rt_fusion lost any frame, by any cause'
     )
     return parser.parse_args(argv)
@@ -126,8 +130,12 @@ def run(args: argparse.Namespace, env: dict[str, str]) -> dict[str, live.LiveRun
     phases = {'rt_fusion': False, 'conventional': True} if args.compare else {'rt_fusion': False}
     opts = live.LiveOptions(
         args.out, args.frames, args.seconds, args.settle, args.backend, args.device,
-        args.infer_period_s, args.cameras,
+        args.infer_period_s, args.cameras, args.viewer,
     )  # fmt: skip
+    if args.viewer:
+        report.console.print(
+            f'live view (Foxglove or Lichtblick, "Open connection"): ws://127.0.0.1:{args.viewer}'
+        )
     if args.source == 'recordings':
         live.check_recordings(args.data)
         return {n: live.run_recordings(opts, args.data, env, c) for n, c in phases.items()}

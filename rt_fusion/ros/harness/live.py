@@ -60,6 +60,7 @@ class LiveOptions:
     device: str = 'cpu'
     infer_period_s: float | None = None  # None: every frame on a GPU, CPU_INFER_PERIOD_S on a CPU
     cameras: int = 1  # a scenario's rig: 1 (front) or 4 (front, left, right, rear)
+    viewer_port: int = 0  # the Foxglove live view of our run on this port (0: none)
 
     def infer_period(self) -> float:
         """How often the fusion node runs the detector [s] (0: every frame)."""
@@ -178,6 +179,11 @@ def run_scenario(
             'start_topic': START_TOPIC,
             # The microphone too, through shared memory as the camera: the fusion hears.
             'audio': 'true',
+            **(
+                {'viewer': 'true', 'viewer_port': str(opts.viewer_port)}
+                if opts.viewer_port and not conventional
+                else {}
+            ),
         },
         env=env,
         log=logs / 'launch.log',
