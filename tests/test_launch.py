@@ -134,9 +134,9 @@ def test_the_description_builds_where_launch_ros_exists() -> None:
     module = _vehicle_launch()
     description = module.generate_launch_description()
     # config, overrides, emulate, data, log_level, respawn, respawn_delay, warm_restart,
-    # standby, dds_profile, optional, namespace, frame_prefix, viewer, viewer_port, one switch
-    # per node, the graph.
-    assert len(description.entities) == 15 + len(_graph()) + 1
+    # standby, dds_profile, optional, namespace, frame_prefix, viewer, viewer_port,
+    # viewer_page_port, one switch per node, the graph.
+    assert len(description.entities) == 16 + len(_graph()) + 1
 
 
 @pytest.mark.parametrize('text', ['soon', '-1', 'nan'])

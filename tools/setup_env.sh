@@ -137,6 +137,15 @@ if command -v dpkg-query >/dev/null 2>&1; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
       "${missing[@]}" >/dev/null
   fi
+  # A real browser for the operator page's test (tests/nodes/test_viewer_node.py): optional,
+  # the rest of the setup does not need it (the test skips, saying so, without it).
+  if ! command -v chromium-headless-shell >/dev/null 2>&1 && ! command -v chromium >/dev/null 2>&1; then
+    SUDO=; [[ $(id -u) -ne 0 ]] && SUDO=sudo
+    say "installing chromium-headless-shell (the operator page's browser test)"
+    { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq \
+        --no-install-recommends chromium-headless-shell >/dev/null; } \
+      || say "chromium-headless-shell not installable here: the operator page's test will skip"
+  fi
 else
   say "no apt on this system: install these yourself if missing: ${APT_PACKAGES[*]}"
   for tool in cmake g++ make; do

@@ -124,7 +124,7 @@ setup(
     version='0.1.0',
     packages=[*find_packages(include=[PACKAGE, f'{PACKAGE}.*']), 'rt_fusion_tools'],
     package_dir={'rt_fusion_tools': 'tools'},
-    package_data={PACKAGE: ['py.typed', 'core/protocols/*.dbc']},
+    package_data={PACKAGE: ['py.typed', 'core/protocols/*.dbc', 'ros/viewer/static/*.html']},
     data_files=[
         ('share/ament_index/resource_index/packages', [f'resource/{PACKAGE}']),
         (f'share/{PACKAGE}', ['package.xml']),

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import sys
 import time
 from typing import Any, ClassVar
@@ -59,6 +60,12 @@ class ViewerParams:
     camera_width: int = param('camera images downscaled to this width', unit='px', default=640,
                               low=32)  # fmt: skip
     jpeg_quality: int = param('JPEG quality of the camera images', default=70, low=10, high=100)
+    page_port: int = param(
+        'the operator page (HTTP) on this port (0: any free one, printed; -1: no page)',
+        default=8080,
+        low=-1,
+        high=65535,
+    )
     client_backlog: int = param(
         'messages queued per client before the server drops (a client that does not read)',
         default=256,
@@ -75,6 +82,9 @@ class ViewerNode(lifecycle.DeviceNode):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__('viewer', **kwargs)
         self.server: Any = None
+        self.page: Any = None
+        self.state: Any = None
+        self.ego: tuple[float, float, float] | None = None  # odom -> base_link (x, y, yaw)
         self.channels: dict[str, Any] = {}
         self.sent: dict[str, int] = dict.fromkeys(CHANNELS, 0)
         self._next_camera = 0.0
@@ -124,33 +134,60 @@ class ViewerNode(lifecycle.DeviceNode):
         url = f'ws://{p.host}:{self.server.port}'
         self.get_logger().info(f'Foxglove WebSocket on {url} (channels: {", ".join(CHANNELS)})')
         print(f'VIEWER {url}', flush=True)
+        from rt_fusion.ros.viewer import page  # noqa: PLC0415
+
+        self.state = page.OperatorState()
+        if p.page_port >= 0:
+            try:
+                self.page = page.OperatorPage(self.state, p.host, p.page_port)
+            except OSError as err:
+                raise ParameterError('page_port', p.page_port, f'cannot listen: {err}') from err
+            self.get_logger().info(f'operator page on http://{p.host}:{self.page.port}/')
+            print(f'PAGE http://{p.host}:{self.page.port}/', flush=True)
+        st = self.state
         quiet = QoSProfile(depth=5, reliability=ReliabilityPolicy.BEST_EFFORT)
         latched = QoSProfile(
             depth=1,
             reliability=ReliabilityPolicy.RELIABLE,
             durability=DurabilityPolicy.TRANSIENT_LOCAL,
         )
-        subs: list[tuple[Any, str, str, Any, QoSProfile]] = [
-            (ObjectArray, graph.OBJECTS_TOPIC, graph.VIEWER_TRACKS, scene.tracks, quiet),
-            (RadarObjects, graph.RADAR_TOPIC, graph.VIEWER_RADAR, scene.radar, quiet),
-            (Trajectory, graph.TRAJECTORY_TOPIC, graph.VIEWER_PLAN, scene.plan, quiet),
-            (TFMessage, graph.TF_TOPIC, graph.VIEWER_TF, scene.transforms, quiet),
-            (TFMessage, graph.TF_STATIC_TOPIC, graph.VIEWER_TF, scene.transforms, latched),
-            (AudioEvent, graph.AUDIO_EVENTS_TOPIC, graph.VIEWER_AUDIO, scene.audio_event, quiet),
-            (DiagnosticArray, graph.DIAGNOSTICS_TOPIC, graph.VIEWER_HEALTH, scene.health, quiet),
-        ]
-        for kind, topic, channel, convert, qos in subs:
-            self.create_subscription(kind, topic, self._forward(channel, convert), qos)
+        subs: list[tuple[Any, str, str, Any, QoSProfile, Any]] = [
+            (ObjectArray, graph.OBJECTS_TOPIC, graph.VIEWER_TRACKS, scene.tracks, quiet,
+             st.set_tracks),
+            (RadarObjects, graph.RADAR_TOPIC, graph.VIEWER_RADAR, scene.radar, quiet, None),
+            (Trajectory, graph.TRAJECTORY_TOPIC, graph.VIEWER_PLAN, scene.plan, quiet,
+             lambda m: st.set_plan(m, self.ego)),
+            (TFMessage, graph.TF_TOPIC, graph.VIEWER_TF, scene.transforms, quiet, self._on_tf),
+            (TFMessage, graph.TF_STATIC_TOPIC, graph.VIEWER_TF, scene.transforms, latched, None),
+            (AudioEvent, graph.AUDIO_EVENTS_TOPIC, graph.VIEWER_AUDIO, scene.audio_event, quiet,
+             st.set_event),
+            (DiagnosticArray, graph.DIAGNOSTICS_TOPIC, graph.VIEWER_HEALTH, scene.health, quiet,
+             st.set_diagnostics),
+        ]  # fmt: skip
+        for kind, topic, channel, convert, qos, also in subs:
+            self.create_subscription(kind, topic, self._forward(channel, convert, also), qos)
         self.camera: ShmSubscription | None = None
         if p.camera_rate_hz > 0:
             self.camera = ShmSubscription(self, graph.CAMERA_TOPIC, self._on_frame, depth=2)
 
-    def _forward(self, channel: str, convert: Any) -> Any:
+    def _forward(self, channel: str, convert: Any, also: Any = None) -> Any:
         def callback(msg: Any) -> None:
             self.channels[channel].log(convert(msg))
             self.sent[channel] += 1
+            if also is not None:  # the operator page's state
+                also(msg)
 
         return callback
+
+    def _on_tf(self, msg: Any) -> None:
+        """The ego pose (odom -> base_link), for the page's plan drawn in base_link."""
+        for t in msg.transforms:
+            if t.child_frame_id.endswith('base_link') and t.header.frame_id.endswith('odom'):
+                r = t.transform.rotation
+                yaw = math.atan2(
+                    2.0 * (r.w * r.z + r.x * r.y), 1.0 - 2.0 * (r.y * r.y + r.z * r.z)
+                )
+                self.ego = (t.transform.translation.x, t.transform.translation.y, yaw)
 
     def _on_frame(self, frame: Received, _path: str) -> None:
         """A camera frame: sampled at ``camera_rate_hz``, downscaled, JPEG, on /camera/image."""
@@ -177,6 +214,8 @@ class ViewerNode(lifecycle.DeviceNode):
             fm.CompressedImage(timestamp=stamp, frame_id='camera', data=data, format='jpeg')
         )
         self.sent[graph.VIEWER_CAMERA] += 1
+        if self.state is not None:
+            self.state.camera_jpeg = data
 
     def cleanup(self) -> None:
         """Stops the server and closes the channels."""
@@ -189,6 +228,9 @@ class ViewerNode(lifecycle.DeviceNode):
         if self.server is not None:
             self.server.stop()
             self.server = None
+        if self.page is not None:
+            self.page.close()
+            self.page = None
 
 
 def main(args: list[str] | None = None) -> int:

@@ -323,7 +323,7 @@ class GraphFailedError(RuntimeError):
 
 def declare_viewer() -> list[Any]:
     """The launch arguments ``viewer`` (true: viewer_node beside the graph, optional in the
-    bring-up) and ``viewer_port``."""
+    bring-up), ``viewer_port`` and ``viewer_page_port``."""
     from launch.actions import DeclareLaunchArgument  # noqa: PLC0415
 
     return [
@@ -332,6 +332,10 @@ def declare_viewer() -> list[Any]:
             description='the Foxglove live view (viewer_node; ws://127.0.0.1:<viewer_port>)',
         ),
         DeclareLaunchArgument('viewer_port', default_value='8765', description='its port'),
+        DeclareLaunchArgument(
+            'viewer_page_port', default_value='8080',
+            description='the operator page (http://127.0.0.1:<port>/; -1: none)',
+        ),
     ]  # fmt: skip
 
 
@@ -342,7 +346,8 @@ def viewer_node(context: Any, parameters: list[Any]) -> dict[str, Any]:
     if LaunchConfiguration('viewer').perform(context).lower() != 'true':
         return {}
     port = int(LaunchConfiguration('viewer_port').perform(context))
-    return {VIEWER.name: launch_node(VIEWER, [*parameters, {'port': port}])}
+    page = int(LaunchConfiguration('viewer_page_port').perform(context))
+    return {VIEWER.name: launch_node(VIEWER, [*parameters, {'port': port, 'page_port': page}])}
 
 
 def brought_up(

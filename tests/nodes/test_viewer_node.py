@@ -7,8 +7,11 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import re
+import shutil
 import socket
 import struct
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -36,6 +39,12 @@ def _decoder(channel: dict[str, Any]) -> Any:
         pool.Add(f)
     cls = message_factory.GetMessageClass(pool.FindMessageTypeByName(channel['schemaName']))
     return cls.FromString
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(('127.0.0.1', 0))
+        return int(probe.getsockname()[1])
 
 
 async def _listen(url: str, until: Any, deadline_s: float) -> dict[str, Any]:
@@ -78,12 +87,10 @@ def test_a_foxglove_client_gets_every_channel_during_a_replay(
     from rt_fusion_msgs.msg import AudioEvent  # noqa: PLC0415
 
     bag = make_scenario(tmp_path / 'scenario', 'cut_in', 4, 11)
-    with socket.socket() as probe:  # a free port for the viewer
-        probe.bind(('127.0.0.1', 0))
-        port = probe.getsockname()[1]
+    port, page = _free_port(), _free_port()
     launch = procs.spawn(
         [str(VENV / 'bin' / 'ros2'), 'launch', 'rt_fusion', 'replay.launch.py', f'bag:={bag}',
-         'loops:=0', 'viewer:=true', f'viewer_port:={port}'],
+         'loops:=0', 'viewer:=true', f'viewer_port:={port}', f'viewer_page_port:={page}'],
         'ros2 launch', {'AMENT_PREFIX_PATH': str(VENV)},
     )  # fmt: skip
     url = f'ws://127.0.0.1:{port}'
@@ -135,3 +142,20 @@ def test_a_foxglove_client_gets_every_channel_during_a_replay(
     assert frames, got['/tf']['messages']
     assert got['/audio_events']['messages'][0].message.startswith('siren active')
     assert got['/health']['messages'][0]['status']
+
+    # The operator page, in a real browser (headless Chromium runs its JavaScript): the graph
+    # is alive, tracks drawn, latency figures, the nodes' states, the camera thumbnail.
+    browser = shutil.which('chromium-headless-shell') or shutil.which('chromium')
+    if browser is None:
+        pytest.skip('no headless Chromium (make setup installs chromium-headless-shell)')
+    dom = subprocess.run(
+        [browser, '--no-sandbox', '--disable-gpu', '--virtual-time-budget=4000', '--dump-dom',
+         f'http://127.0.0.1:{page}/'],
+        capture_output=True, text=True, timeout=120, check=False,
+    ).stdout  # fmt: skip
+    assert 'class="ok">perception alive' in dom, dom[-2000:]
+    tracks = re.search(r'id="track-count">(\d+)<', dom)
+    assert tracks is not None and int(tracks.group(1)) > 0, dom[-2000:]
+    assert re.search(r'id="p99">[0-9.]+<', dom), dom[-2000:]
+    assert re.search(r'<td>[^<]*fusion[^<]*</td>', dom), dom[-2000:]
+    assert re.search(r'<img id="camera"[^>]*src="/camera.jpg', dom), dom[-2000:]

@@ -1,0 +1,73 @@
+"""The Foxglove layout of the viewer's channels (``config/foxglove_layout.json``).
+
+Built with foxglove-sdk's ``foxglove.layouts`` (Foxglove's own layout types), so a change of a
+channel name breaks the build of the layout rather than leaving a panel empty; the committed
+file is checked against it (``tests/ros/test_viewer_layout.py``). In Foxglove or Lichtblick:
+Layouts → Import from file. The same layout opens an MCAP recorded by ``tools/record.py``
+(``/tf``, the ROS topics' Markers and Detection3DArray panels aside).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rt_fusion.ros import graph
+
+
+def layout() -> Any:
+    """Left: the 3D scene (tracks, radar, plan, in ``odom`` following ``base_link``); right,
+    top to bottom: the camera, the audio events, the nodes' health."""
+    import foxglove.layouts as fl  # noqa: PLC0415
+
+    scene = fl.ThreeDeePanel(
+        title='rt_fusion: scene',
+        config=fl.ThreeDeeConfig(
+            follow_tf='base_link',
+            topics={
+                graph.VIEWER_TRACKS: fl.BaseRendererSceneUpdateTopicSettings(visible=True),
+                graph.VIEWER_RADAR: fl.BaseRendererSceneUpdateTopicSettings(visible=True),
+                graph.VIEWER_PLAN: fl.BaseRendererSceneUpdateTopicSettings(visible=True),
+            },
+        ),
+    )
+    camera = fl.ImagePanel(
+        title='rt_fusion: camera',
+        config=fl.ImageConfig(image_mode=fl.ImageModeConfig(image_topic=graph.VIEWER_CAMERA)),
+    )
+    events = fl.LogPanel(
+        title='rt_fusion: audio events', config=fl.LogConfig(topic_to_render=graph.VIEWER_AUDIO)
+    )
+    health = fl.RawMessagesPanel(
+        title='rt_fusion: health', config=fl.RawMessagesConfig(topic_path=graph.VIEWER_HEALTH)
+    )
+    right = fl.SplitContainer(
+        direction='column',
+        items=[
+            fl.SplitItem(proportion=2.0, content=camera),
+            fl.SplitItem(proportion=1.0, content=events),
+            fl.SplitItem(proportion=1.0, content=health),
+        ],
+    )
+    return fl.Layout(
+        content=fl.SplitContainer(
+            direction='row',
+            items=[
+                fl.SplitItem(proportion=2.0, content=scene),
+                fl.SplitItem(proportion=1.0, content=right),
+            ],
+        )
+    )
+
+
+def layout_json() -> str:
+    """The layout as the file holds it (indented, keys sorted)."""
+    return json.dumps(json.loads(layout().to_json()), indent=2, sort_keys=True) + '\n'
+
+
+if __name__ == '__main__':  # python -m rt_fusion.ros.viewer.layout: rewrites the committed file
+    from pathlib import Path
+
+    target = Path(__file__).resolve().parents[3] / 'config' / 'foxglove_layout.json'
+    target.write_text(layout_json())
+    print(target)
