@@ -36,6 +36,7 @@ from tf2_msgs.msg import TFMessage
 from rt_fusion.core.errors import ParameterError, RtFusionError
 from rt_fusion.core.params import param
 from rt_fusion.ros import graph, lifecycle, parameters, running
+from rt_fusion.ros.diagnostics import Level, NodeDiagnostics
 from rt_fusion.ros.shm_transport import Received, ShmSubscription
 
 CHANNELS = graph.VIEWER_CHANNELS
@@ -169,6 +170,18 @@ class ViewerNode(lifecycle.DeviceNode):
         self.camera: ShmSubscription | None = None
         if p.camera_rate_hz > 0:
             self.camera = ShmSubscription(self, graph.CAMERA_TOPIC, self._on_frame, depth=2)
+        self.diag = NodeDiagnostics(self, 'viewer')
+        self.create_timer(1.0, self._publish_diagnostics)
+
+    def _publish_diagnostics(self) -> None:
+        """What went out on each channel, and the camera frames that could not be shown."""
+        level = Level.WARN if self.camera_errors else Level.OK
+        values: dict[str, Any] = {f'sent {k}': v for k, v in self.sent.items()}
+        values['camera_errors'] = self.camera_errors
+        if self.page is not None:
+            values['page'] = f'http://{self.p.host}:{self.page.port}/'
+        port = self.server.port if self.server is not None else ''
+        self.diag.publish(level, f'serving ws://{self.p.host}:{port}', values)
 
     def _forward(self, channel: str, convert: Any, also: Any = None) -> Any:
         def callback(msg: Any) -> None:
