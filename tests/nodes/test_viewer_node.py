@@ -5,21 +5,17 @@ advertises, and receives messages on each that decode with the schema advertised
 from __future__ import annotations
 
 import asyncio
-import base64
-import json
 import re
 import shutil
 import socket
-import struct
 import subprocess
 import threading
-import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from rt_fusion.ros.harness import launching
+from rt_fusion.ros.viewer.client import listen
 from tests.conftest import VENV, ProcGroup, make_scenario, ros_context, wait_for
 
 pytestmark = pytest.mark.integration
@@ -27,54 +23,10 @@ pytestmark = pytest.mark.integration
 PROTOCOL = 'foxglove.sdk.v1'
 
 
-def _decoder(channel: dict[str, Any]) -> Any:
-    """A function that decodes a channel's payload with the schema the server advertised."""
-    if channel['encoding'] == 'json':
-        return json.loads
-    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory  # noqa: PLC0415
-
-    files = descriptor_pb2.FileDescriptorSet.FromString(base64.b64decode(channel['schema']))
-    pool = descriptor_pool.DescriptorPool()
-    for f in files.file:
-        pool.Add(f)
-    cls = message_factory.GetMessageClass(pool.FindMessageTypeByName(channel['schemaName']))
-    return cls.FromString
-
-
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(('127.0.0.1', 0))
         return int(probe.getsockname()[1])
-
-
-async def _listen(url: str, until: Any, deadline_s: float) -> dict[str, Any]:
-    """Subscribes to every advertised channel; per topic, the channel and what arrived."""
-    import websockets  # noqa: PLC0415
-
-    got: dict[str, Any] = {}
-    subs: dict[int, dict[str, Any]] = {}
-    async with websockets.connect(url, subprotocols=[PROTOCOL], max_size=None) as ws:
-        end = time.monotonic() + deadline_s
-        while time.monotonic() < end and not until(got):
-            try:
-                raw = await asyncio.wait_for(ws.recv(), 0.5)
-            except TimeoutError:
-                continue
-            if isinstance(raw, str):
-                op = json.loads(raw)
-                if op['op'] == 'advertise':
-                    new = [{'id': 1000 + c['id'], 'channelId': c['id']} for c in op['channels']]
-                    for c in op['channels']:
-                        subs[1000 + c['id']] = c
-                        got[c['topic']] = {'channel': c, 'messages': [], 'decode': _decoder(c)}
-                    await ws.send(json.dumps({'op': 'subscribe', 'subscriptions': new}))
-                continue
-            if raw[0] == 0x01:  # messageData: opcode, subscription id, log time, payload
-                (sub,) = struct.unpack_from('<I', raw, 1)
-                entry = got[subs[sub]['topic']]
-                if len(entry['messages']) < 5:
-                    entry['messages'].append(entry['decode'](bytes(raw[13:])))
-    return got
 
 
 def test_a_foxglove_client_gets_every_channel_during_a_replay(
@@ -117,7 +69,7 @@ def test_a_foxglove_client_gets_every_channel_during_a_replay(
     thread.start()
     try:
         got = asyncio.run(
-            _listen(url, lambda g: len(g) == 7 and all(e['messages'] for e in g.values()), 240)
+            listen(url, lambda g: len(g) == 7 and all(e['messages'] for e in g.values()), 240)
         )
     finally:
         stop.set()

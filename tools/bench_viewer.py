@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+"""Benchmark: what the live view costs the graph — the same scenario with no viewer, and with the
+viewer and a Foxglove client subscribed to every channel, in one run.
+
+Runs ``tools/demo.py`` (replay → fusion → planner as processes over real DDS, the camera through
+its shared-memory ring) twice on one generated scenario: first without a viewer, then with
+``--viewer`` and a Foxglove WebSocket client (:mod:`rt_fusion.ros.viewer.client`) reading every
+channel for the whole run. It prints both runs' end-to-end latency P50/P99/max and frames lost,
+the ratio of the P99s, what the client received per channel, and the viewer process's CPU use
+(its user + system time over the run's wall time, from /proc), and ends with
+
+  RESULT e2e_p99_ms=… viewer_e2e_p99_ms=… ratio_p99=… lost=… viewer_lost=… viewer_cpu_pct=…
+  client_messages=… client_channels=…
+
+``ratio_p99`` is with the viewer over without (1.05: 5 % slower). On a 2-core machine the viewer
+shares the cores with the graph, so this is its worst case; a vehicle computer has more.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from rt_fusion import report
+from rt_fusion.core.latency import summarize_ns
+
+ROOT = Path(__file__).resolve().parents[1]
+E2E = 'camera → trajectory (end to end)'
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on now."""
+    with socket.socket() as probe:
+        probe.bind(('127.0.0.1', 0))
+        return int(probe.getsockname()[1])
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU time of process ``pid`` [s] (None once it is gone)."""
+    try:
+        fields = Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
+
+
+def find_process(needle: str, domain: str) -> int | None:
+    """A process on ROS domain ``domain`` whose command line holds ``needle``."""
+    for entry in Path('/proc').iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmd = (entry / 'cmdline').read_bytes()
+            env = (entry / 'environ').read_bytes().split(b'\0')
+        except OSError:
+            continue
+        if needle.encode() in cmd and f'ROS_DOMAIN_ID={domain}'.encode() in env:
+            return int(entry.name)
+    return None
+
+
+class CpuWatch(threading.Thread):
+    """Samples a process's CPU time while it runs: the first and the last sample."""
+
+    def __init__(self, needle: str, domain: str, stop: threading.Event) -> None:
+        super().__init__(daemon=True)
+        self.needle, self.domain, self.stop = needle, domain, stop
+        self.first: tuple[float, float] | None = None
+        self.last: tuple[float, float] | None = None
+
+    def run(self) -> None:
+        pid = None
+        while not self.stop.wait(0.5):  # paced: sampling
+            pid = pid or find_process(self.needle, self.domain)
+            cpu = cpu_seconds(pid) if pid else None
+            if cpu is None:
+                pid = None
+                continue
+            sample = (time.monotonic(), cpu)
+            self.first = self.first or sample
+            self.last = sample
+
+    def percent(self) -> float:
+        """CPU use over the sampled span [% of one core]."""
+        if self.first is None or self.last is None or self.last[0] <= self.first[0]:
+            return float('nan')
+        return 100.0 * (self.last[1] - self.first[1]) / (self.last[0] - self.first[0])
+
+
+def demo(args: argparse.Namespace, out: Path, env: dict[str, str], *extra: str) -> dict[str, Any]:
+    """One demo run; its results.json."""
+    cmd = [
+        sys.executable, str(ROOT / 'tools' / 'demo.py'), '--scenario', args.scenario,
+        '--seconds', str(args.seconds), '--resolution', args.resolution, '--backend',
+        args.backend, '--device', args.device, '--no-compare', '--out', str(out), *extra,
+    ]  # fmt: skip
+    report.console.print('bench_viewer: ' + ' '.join(cmd[1:]))
+    (out / 'results.json').unlink(missing_ok=True)
+    rc = subprocess.call(cmd, env=env)
+    if not (out / 'results.json').exists():
+        raise SystemExit(f'bench_viewer: the demo wrote no results (exit {rc})')
+    return dict(json.loads((out / 'results.json').read_text()))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Both runs; the table and the RESULT line."""
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument('--scenario', default='cut_in')
+    parser.add_argument('--seconds', type=float, default=8.0)
+    parser.add_argument('--resolution', default='1920x1080')
+    parser.add_argument(
+        '--backend', default='none', help="the fusion's detector (none: the graph's transport "
+        'and tracking only, the least noisy comparison on a CPU)',
+    )  # fmt: skip
+    parser.add_argument('--device', default='cpu')
+    parser.add_argument('--out', type=Path, default=ROOT / 'results' / 'bench' / 'viewer')
+    args = parser.parse_args(argv)
+    from rt_fusion.ros.viewer.client import listen  # noqa: PLC0415
+
+    env = dict(os.environ, ROS_DOMAIN_ID=os.environ.get('ROS_DOMAIN_ID', '43'))
+    domain = env['ROS_DOMAIN_ID']
+    plain = demo(args, args.out / 'no_viewer', env)
+    port = free_port()
+    stop = threading.Event()
+    got: dict[str, Any] = {}
+
+    def client() -> None:
+        got.update(asyncio.run(listen(f'ws://127.0.0.1:{port}', lambda _g: stop.is_set(),
+                                      deadline_s=3600.0, keep=1, connect_s=600.0)))  # fmt: skip
+
+    reader = threading.Thread(target=client, daemon=True)
+    reader.start()
+    watch = CpuWatch('viewer_node', domain, stop)
+    watch.start()
+    try:
+        viewed = demo(args, args.out / 'viewer', env, '--viewer', str(port))
+    finally:
+        stop.set()
+        reader.join(10.0)
+    runs = {'no viewer': plain, 'viewer + client': viewed}
+    rows = {}
+    for name, res in runs.items():
+        s = summarize_ns(res['samples_ns']['rt_fusion'][E2E])
+        lost = sum(res['losses']['rt_fusion'].values())
+        rows[name] = (s, lost)
+        report.console.print(
+            f'{name}: end to end P50 {s.p50_us / 1e3:.2f} ms, P99 {s.p99_us / 1e3:.2f} ms, '
+            f'max {s.max_us / 1e3:.2f} ms over {s.count} frames; {lost} frames lost'
+        )
+    for topic, entry in sorted(got.items()):
+        report.console.print(f'  client {topic}: {entry["count"]} messages, {entry["bytes"]} B')
+    p99 = {k: v[0].p99_us / 1e3 for k, v in rows.items()}
+    report.console.print(f'viewer CPU: {watch.percent():.1f} % of one core')
+    report.result_line(
+        e2e_p99_ms=p99['no viewer'],
+        viewer_e2e_p99_ms=p99['viewer + client'],
+        ratio_p99=p99['viewer + client'] / p99['no viewer'],
+        lost=rows['no viewer'][1],
+        viewer_lost=rows['viewer + client'][1],
+        viewer_cpu_pct=watch.percent(),
+        client_messages=sum(e['count'] for e in got.values()),
+        client_channels=sum(1 for e in got.values() if e['count']),
+    )
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
