@@ -130,11 +130,12 @@ def run(args: argparse.Namespace, env: dict[str, str]) -> dict[str, live.LiveRun
     phases = {'rt_fusion': False, 'conventional': True} if args.compare else {'rt_fusion': False}
     opts = live.LiveOptions(
         args.out, args.frames, args.seconds, args.settle, args.backend, args.device,
-        args.infer_period_s, args.cameras, args.viewer,
+        args.infer_period_s, args.cameras, args.viewer, live.free_port() if args.viewer else -1,
     )  # fmt: skip
     if args.viewer:
         report.console.print(
-            f'live view (Foxglove or Lichtblick, "Open connection"): ws://127.0.0.1:{args.viewer}'
+            f'live view (Foxglove or Lichtblick, "Open connection"): ws://127.0.0.1:{args.viewer};'
+            f' operator page: http://127.0.0.1:{opts.page_port}/'
         )
     if args.source == 'recordings':
         live.check_recordings(args.data)

@@ -15,6 +15,7 @@ reported at once, with its last error line (:class:`LiveRunError`).
 from __future__ import annotations
 
 import dataclasses
+import socket
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -48,6 +49,13 @@ class LiveRunError(RtFusionError):
     was still missing at the deadline."""
 
 
+def free_port() -> int:
+    """A TCP port nobody listens on now (for a run's operator page)."""
+    with socket.socket() as probe:
+        probe.bind(('127.0.0.1', 0))
+        return int(probe.getsockname()[1])
+
+
 @dataclasses.dataclass
 class LiveOptions:
     """What a live run is: where its logs go, its length, and the fusion node's inference."""
@@ -61,6 +69,7 @@ class LiveOptions:
     infer_period_s: float | None = None  # None: every frame on a GPU, CPU_INFER_PERIOD_S on a CPU
     cameras: int = 1  # a scenario's rig: 1 (front) or 4 (front, left, right, rear)
     viewer_port: int = 0  # the Foxglove live view of our run on this port (0: none)
+    page_port: int = -1  # its operator page on this port (-1: none)
 
     def infer_period(self) -> float:
         """How often the fusion node runs the detector [s] (0: every frame)."""
@@ -180,7 +189,11 @@ def run_scenario(
             # The microphone too, through shared memory as the camera: the fusion hears.
             'audio': 'true',
             **(
-                {'viewer': 'true', 'viewer_port': str(opts.viewer_port)}
+                {
+                    'viewer': 'true',
+                    'viewer_port': str(opts.viewer_port),
+                    'viewer_page_port': str(opts.page_port),
+                }
                 if opts.viewer_port and not conventional
                 else {}
             ),
