@@ -111,3 +111,10 @@ def test_a_foxglove_client_gets_every_channel_during_a_replay(
     assert re.search(r'id="p99">[0-9.]+<', dom), dom[-2000:]
     assert re.search(r'<td>[^<]*fusion[^<]*</td>', dom), dom[-2000:]
     assert re.search(r'<img id="camera"[^>]*src="/camera.jpg', dom), dom[-2000:]
+    shot = tmp_path / 'operator_view.png'
+    subprocess.run(
+        [browser, '--no-sandbox', '--disable-gpu', '--hide-scrollbars', '--window-size=1280,760',
+         '--virtual-time-budget=4000', f'--screenshot={shot}', f'http://127.0.0.1:{page}/'],
+        capture_output=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert shot.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n' and shot.stat().st_size > 10_000
