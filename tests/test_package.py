@@ -47,6 +47,8 @@ MODULE_TO_KEY = {
     'sounddevice': 'python3-sounddevice-pip',
     'rosbags': 'python3-rosbags-pip',
     'onnxruntime': 'python3-onnxruntime-pip',
+    'websockets': 'python3-websockets',
+    'google': 'python3-protobuf',  # google.protobuf
 }
 # Optional: imported lazily where present, never required by the nodes; no rosdep key, so they
 # are in requirements-vehicle.txt (onnx: model export and tools/make_test_model.py only).
