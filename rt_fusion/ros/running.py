@@ -208,8 +208,9 @@ def run(
             executor.add_node(node)
         finished = getattr(node, 'finished', None)
         spin(executor, finished, stop)
-        if isinstance(finished, Future) and finished.done() and finished.exception() is not None:
-            raise finished.exception()  # a node that ended failing
+        failed = finished.exception() if isinstance(finished, Future) and finished.done() else None
+        if isinstance(failed, BaseException):
+            raise failed  # a node that ended failing (a replay whose bag broke)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except RtFusionError as err:
