@@ -22,7 +22,6 @@ import argparse
 import asyncio
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -32,16 +31,10 @@ from typing import Any
 
 from rt_fusion import report
 from rt_fusion.core.latency import summarize_ns
+from rt_fusion.ros.harness import launching, live
 
 ROOT = Path(__file__).resolve().parents[1]
 E2E = 'camera → trajectory (end to end)'
-
-
-def free_port() -> int:
-    """A TCP port nobody listens on now."""
-    with socket.socket() as probe:
-        probe.bind(('127.0.0.1', 0))
-        return int(probe.getsockname()[1])
 
 
 def cpu_seconds(pid: int) -> float | None:
@@ -51,21 +44,6 @@ def cpu_seconds(pid: int) -> float | None:
     except (OSError, IndexError):
         return None
     return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
-
-
-def find_process(needle: str, domain: str) -> int | None:
-    """A process on ROS domain ``domain`` whose command line holds ``needle``."""
-    for entry in Path('/proc').iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmd = (entry / 'cmdline').read_bytes()
-            env = (entry / 'environ').read_bytes().split(b'\0')
-        except OSError:
-            continue
-        if needle.encode() in cmd and f'ROS_DOMAIN_ID={domain}'.encode() in env:
-            return int(entry.name)
-    return None
 
 
 class CpuWatch(threading.Thread):
@@ -80,7 +58,7 @@ class CpuWatch(threading.Thread):
     def run(self) -> None:
         pid = None
         while not self.stop.wait(0.5):  # paced: sampling
-            pid = pid or find_process(self.needle, self.domain)
+            pid = pid or launching.domain_process(self.domain, self.needle)
             cpu = cpu_seconds(pid) if pid else None
             if cpu is None:
                 pid = None
@@ -131,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     env = dict(os.environ, ROS_DOMAIN_ID=os.environ.get('ROS_DOMAIN_ID', '43'))
     domain = env['ROS_DOMAIN_ID']
     plain = demo(args, args.out / 'no_viewer', env)
-    port = free_port()
+    port = live.free_port()
     stop = threading.Event()
     got: dict[str, Any] = {}
 

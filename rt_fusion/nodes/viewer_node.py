@@ -184,9 +184,12 @@ class ViewerNode(lifecycle.DeviceNode):
         self.diag.publish(level, f'serving ws://{self.p.host}:{port}', values)
 
     def _forward(self, channel: str, convert: Any, also: Any = None) -> Any:
+        out = self.channels[channel]
+
         def callback(msg: Any) -> None:
-            self.channels[channel].log(convert(msg))
-            self.sent[channel] += 1
+            if out.has_sinks():  # converted only while a client (or a recording) takes it
+                out.log(convert(msg))
+                self.sent[channel] += 1
             if also is not None:  # the operator page's state
                 also(msg)
 
@@ -207,6 +210,9 @@ class ViewerNode(lifecycle.DeviceNode):
         now = time.monotonic()
         if now < self._next_camera:
             return
+        out = self.channels[graph.VIEWER_CAMERA]
+        if self.page is None and not out.has_sinks():
+            return  # nobody to show it to: not encoded
         p = self.p
         self._next_camera = now + 1.0 / p.camera_rate_hz
         desc = frame.desc
@@ -214,19 +220,15 @@ class ViewerNode(lifecycle.DeviceNode):
             data, _scale = self.scene.camera_jpeg(
                 frame.array, desc.encoding, p.camera_width, p.jpeg_quality
             )
-        except (ValueError, Exception) as err:  # noqa: BLE001 - an encoding OpenCV cannot take
+        except Exception as err:  # noqa: BLE001 - an encoding OpenCV cannot take
             self.camera_errors += 1
             self.get_logger().warning(f'camera frame not shown: {err}', throttle_duration_sec=5.0)
             return
         if not frame.valid():  # overwritten while it was encoded: not shown
             return
-        from foxglove import messages as fm  # noqa: PLC0415
-
-        stamp = fm.Timestamp(desc.stamp_ns // 10**9, desc.stamp_ns % 10**9)
-        self.channels[graph.VIEWER_CAMERA].log(
-            fm.CompressedImage(timestamp=stamp, frame_id='camera', data=data, format='jpeg')
-        )
-        self.sent[graph.VIEWER_CAMERA] += 1
+        if out.has_sinks():
+            out.log(self.scene.camera_image(data, desc.stamp_ns))
+            self.sent[graph.VIEWER_CAMERA] += 1
         if self.state is not None:
             self.state.camera_jpeg = data
 

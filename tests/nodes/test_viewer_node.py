@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import re
 import shutil
-import socket
 import subprocess
 import threading
 from pathlib import Path
@@ -15,18 +14,13 @@ from pathlib import Path
 import pytest
 
 from rt_fusion.ros.harness import launching
+from rt_fusion.ros.harness.live import free_port
 from rt_fusion.ros.viewer.client import listen
 from tests.conftest import VENV, ProcGroup, make_scenario, ros_context, wait_for
 
 pytestmark = pytest.mark.integration
 
 PROTOCOL = 'foxglove.sdk.v1'
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(('127.0.0.1', 0))
-        return int(probe.getsockname()[1])
 
 
 def test_a_foxglove_client_gets_every_channel_during_a_replay(
@@ -39,7 +33,7 @@ def test_a_foxglove_client_gets_every_channel_during_a_replay(
     from rt_fusion_msgs.msg import AudioEvent  # noqa: PLC0415
 
     bag = make_scenario(tmp_path / 'scenario', 'cut_in', 4, 11)
-    port, page = _free_port(), _free_port()
+    port, page = free_port(), free_port()
     launch = procs.spawn(
         [str(VENV / 'bin' / 'ros2'), 'launch', 'rt_fusion', 'replay.launch.py', f'bag:={bag}',
          'loops:=0', 'viewer:=true', f'viewer_port:={port}', f'viewer_page_port:={page}'],

@@ -151,23 +151,6 @@ def test_a_node_that_dies_at_start_is_reported_at_once_from_a_plain_shell(tmp_pa
     assert 'tensorrt' in proc.stderr.lower(), proc.stderr[-2000:]
 
 
-def _domain_process(domain: str, needle: str) -> int | None:
-    """The pid of a process on ROS domain ``domain`` whose command line holds ``needle``."""
-    from pathlib import Path  # noqa: PLC0415
-
-    for entry in Path('/proc').iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmd = (entry / 'cmdline').read_bytes()
-            env = (entry / 'environ').read_bytes().split(b'\0')
-        except OSError:
-            continue
-        if needle.encode() in cmd and f'ROS_DOMAIN_ID={domain}'.encode() in env:
-            return int(entry.name)
-    return None
-
-
 def test_a_stalled_fusion_node_makes_the_demo_name_its_losses_and_fail_its_check(
     tmp_path,
 ) -> None:  # type: ignore[no-untyped-def]
@@ -179,6 +162,7 @@ def test_a_stalled_fusion_node_makes_the_demo_name_its_losses_and_fail_its_check
     from pathlib import Path  # noqa: PLC0415
 
     from rt_fusion.core.shm import ShmRingReader  # noqa: PLC0415
+    from rt_fusion.ros.harness import launching  # noqa: PLC0415
     from tests.conftest import wait_for  # noqa: PLC0415
 
     env = ros_env()
@@ -202,7 +186,7 @@ def test_a_stalled_fusion_node_makes_the_demo_name_its_losses_and_fail_its_check
                 return bool(rings)
 
             assert wait_for(camera_ring, 240), printed.read_text()[-3000:]
-            fusion = _domain_process(domain, '__node:=fusion')
+            fusion = launching.domain_process(domain, '__node:=fusion')
             assert fusion is not None
             ring = ShmRingReader.attach(rings[0].name)
             assert wait_for(lambda: ring.commits >= 20, 240), printed.read_text()[-3000:]

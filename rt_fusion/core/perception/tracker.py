@@ -162,6 +162,12 @@ def along_ray_cov(
     return a2 * c * c + c2 * s * s, (a2 - c2) * c * s, a2 * s * s + c2 * c * c
 
 
+# The detection block's columns that must be finite (NaN means "not measured" in the others:
+# the velocity and the size); :meth:`Detections.usable`.
+_REQUIRED = np.ones(tl.DET_WIDTH, bool)
+_REQUIRED[tl.DV : tl.DV + 2] = _REQUIRED[tl.DSIZE : tl.DSIZE + 2] = False
+
+
 @dataclasses.dataclass(frozen=True)
 class Detections:
     """A scan's detections as one C-contiguous (m, 15) block (``track_kernels.D*`` columns:
@@ -207,9 +213,7 @@ class Detections:
         """Which rows the tracker may take: no infinity anywhere, and NaN only where it means
         "not measured" (the velocity, the size)."""
         b = self.block
-        optional = np.zeros(b.shape[1], bool)
-        optional[tl.DV : tl.DV + 2] = optional[tl.DSIZE : tl.DSIZE + 2] = True
-        finite = np.isfinite(b[:, ~optional]).all(axis=1)
+        finite = np.isfinite(b[:, _REQUIRED]).all(axis=1)
         ok = np.logical_and(~np.isinf(b).any(axis=1), finite)
         return np.asarray(ok, dtype=bool)
 

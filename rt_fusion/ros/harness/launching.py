@@ -226,6 +226,22 @@ def node_processes(pgid: int) -> dict[str, tuple[int, int]]:
     return out
 
 
+def domain_process(domain: str | int, needle: str) -> int | None:
+    """The pid of a process on ROS domain ``domain`` (its environment's ``ROS_DOMAIN_ID``)
+    whose command line holds ``needle`` (a node of a graph another tool launched)."""
+    for entry in Path('/proc').iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmd = (entry / 'cmdline').read_bytes()
+            env = (entry / 'environ').read_bytes().split(b'\0')
+        except OSError:
+            continue
+        if needle.encode() in cmd and f'ROS_DOMAIN_ID={domain}'.encode() in env:
+            return int(entry.name)
+    return None
+
+
 def group_processes(pgid: int) -> list[str]:
     """The processes of group ``pgid`` as ``pid state wchan cmdline`` lines (from /proc).
 

@@ -29,7 +29,7 @@ class OperatorState:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self.tracks: list[dict[str, Any]] = []
+        self._objects: Any = None  # the latest ObjectArray, turned into rows when asked
         self.plan: list[tuple[float, float]] = []
         self.plan_status = -1
         self.nodes: dict[str, dict[str, Any]] = {}
@@ -39,8 +39,12 @@ class OperatorState:
         self.camera_jpeg = b''
 
     def set_tracks(self, msg: Any) -> None:
-        """The fused objects (base_link), top-down."""
-        rows = [
+        """The fused objects (base_link): kept as they came, read when the page asks."""
+        self._objects = msg
+
+    @staticmethod
+    def _rows(msg: Any) -> list[dict[str, Any]]:
+        return [
             {
                 'id': int(o.id),
                 'class': int(o.object_class),
@@ -51,10 +55,8 @@ class OperatorState:
                 'yaw': round(float(o.yaw), 3),
                 'speed': round(float(np.hypot(o.velocity.x, o.velocity.y)), 2),
             }
-            for o in msg.objects
+            for o in (msg.objects if msg is not None else ())
         ]
-        with self._lock:
-            self.tracks = rows
 
     def set_plan(self, msg: Any, ego: tuple[float, float, float] | None) -> None:
         """The plan's points, moved into base_link with the ego pose (x, y, yaw in odom) when
@@ -95,8 +97,9 @@ class OperatorState:
         now = time.monotonic()
         with self._lock:
             recent = [v for t, v in self._latency if now - t <= WINDOW_S]
+            objects = self._objects
             return {
-                'tracks': list(self.tracks),
+                'tracks': self._rows(objects),
                 'plan': list(self.plan),
                 'plan_status': self.plan_status,
                 'nodes': dict(self.nodes),

@@ -216,6 +216,12 @@ def camera_jpeg(
     return buf.tobytes(), scale
 
 
+def camera_image(jpeg: bytes, stamp_ns: int) -> fm.CompressedImage:
+    """A JPEG (:func:`camera_jpeg`) of a frame stamped ``stamp_ns`` as a Foxglove image."""
+    stamp = fm.Timestamp(stamp_ns // 10**9, stamp_ns % 10**9)
+    return fm.CompressedImage(timestamp=stamp, frame_id='camera', data=jpeg, format='jpeg')
+
+
 def health(msg: Any) -> dict[str, Any]:
     """A ``DiagnosticArray`` as the health channel's JSON: per status its level, message and
     the latency and loss values the operator looks at."""
