@@ -18,6 +18,9 @@ dropped_by_policy=… torn=… failed=… e2e_p99_first_ms=… e2e_p99_last_ms=�
 (``dropped_by_policy``, ``torn``, ``failed``: the fusion node's frame ledger, its diagnostics).
 A change in open files after the warm-up is itemised per node (``fds_changed`` in the JSON, and a
 line each: what the descriptors opened and closed point at), so a growth says what leaked.
+``fds_growth`` counts the files held at the last sample beyond the most of each held at any
+earlier sample after the warm-up (``fds_grown``): a file held part of the time, as the looped bag
+between two passes, is not a leak whichever phase the samples caught.
 Exit status 1 when a node died or the graph fed nothing.
 """
 
@@ -168,6 +171,9 @@ def main(argv: list[str] | None = None) -> int:
     after = after or [len(samples) - 1]
     first, last = samples[after[0]], samples[after[-1]]
     fds_changed = processes.fds_diff(descriptors[after[0]], descriptors[after[-1]])
+    fds_grown = processes.fds_beyond_peak(
+        [descriptors[i] for i in after[:-1]], descriptors[after[-1]]
+    )
     rss0, rss1 = sum(first['rss_mb'].values()), sum(last['rss_mb'].values())
     ledger = samples[-1]['ledger'] if samples else {}
     policy = sum(
@@ -177,7 +183,9 @@ def main(argv: list[str] | None = None) -> int:
     summary = {
         'minutes': round(samples[-1]['minute'], 2) if samples else 0.0,
         'rss_growth_pct': 100.0 * (rss1 - rss0) / rss0 if rss0 else float('nan'),
-        'fds_growth': last['fds'] - first['fds'],
+        # Files held at the end beyond the most held of each in any earlier sample after the
+        # warm-up: a leak (a bag held between two loops is not one, whichever sample saw it).
+        'fds_growth': sum(sum(g.values()) for g in fds_grown.values()),
         'shm_growth': last['shm_segments'] - first['shm_segments'],
         'frames': sum(s['frames'] for s in samples),
         'lost': sum(s['lost'] for s in samples),
@@ -193,7 +201,13 @@ def main(argv: list[str] | None = None) -> int:
     settings = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
     report.write_json(
         args.out / 'soak.json',
-        {'args': settings, 'samples': samples, 'fds_changed': fds_changed, **summary},
+        {
+            'args': settings,
+            'samples': samples,
+            'fds_changed': fds_changed,
+            'fds_grown': fds_grown,
+            **summary,
+        },
     )
     for node, change in fds_changed.items():  # what a growth (or a shrink) in open files was
         report.console.print(f'soak: {node} after the warm-up: {change}')

@@ -38,7 +38,7 @@ def test_a_short_soak_reports_every_sample_and_no_growth_in_files_or_segments(
     # No growth: a leak adds files or segments; one closed after the warm-up sample (-1) is not
     # one (a 2-core Kilted CI run saw an fd closed late in start-up).
     data = json.loads((tmp_path / 'soak' / 'soak.json').read_text())
-    changed = data['fds_changed']  # which node opened what: the failure names the leak
+    changed = data['fds_grown'], data['fds_changed']  # which node opened what: names the leak
     assert int(result['fds_growth']) <= 0 and int(result['shm_growth']) <= 0, (result, changed)
     assert int(result['frames']) > 0
     assert len(data['samples']) == 3

@@ -70,6 +70,24 @@ def fds_diff(first: dict[str, Counter[str]], last: dict[str, Counter[str]]) -> d
     return out
 
 
+def fds_beyond_peak(
+    earlier: list[dict[str, Counter[str]]], last: dict[str, Counter[str]]
+) -> dict[str, dict[str, int]]:
+    """The descriptors each node holds at ``last`` beyond the most it held of each target in any
+    ``earlier`` sample: ``{node: {target: n}}``. A leak outgrows every earlier count; a file held
+    part of the time (a looped bag between two passes, a log being rotated) does not, whichever
+    phase a sample caught it in."""
+    out: dict[str, dict[str, int]] = {}
+    for node, held in sorted(last.items()):
+        peak: Counter[str] = Counter()
+        for sample in earlier:
+            peak |= sample.get(node, Counter())
+        grown = dict(sorted((held - peak).items()))
+        if grown:
+            out[node] = grown
+    return out
+
+
 def node_pid(pgid: int, name: str, keeper: bool = False) -> int | None:
     """The pid of node ``name``'s process in a launch's group; with ``keeper``, the process
     launch started (the node's warm keeper when there is one)."""
