@@ -3,11 +3,12 @@
 viewer and a Foxglove client subscribed to every channel, in one run.
 
 Runs ``tools/demo.py`` (replay → fusion → planner as processes over real DDS, the camera through
-its shared-memory ring) twice on one generated scenario: first without a viewer, then with
-``--viewer`` and a Foxglove WebSocket client (:mod:`rt_fusion.ros.viewer.client`) reading every
-channel for the whole run. It prints both runs' end-to-end latency P50/P99/max and frames lost,
-the ratio of the P99s, what the client received per channel, and the viewer process's CPU use
-(its user + system time over the run's wall time, from /proc), and ends with
+its shared-memory ring) on one generated scenario, ``--pairs`` times each way, alternated:
+without a viewer, then with ``--viewer`` and a Foxglove WebSocket client
+(:mod:`rt_fusion.ros.viewer.client`) reading every channel for the whole run. It prints each
+way's end-to-end latency P50/P99/max over the frames of all its runs and frames lost, the ratio
+of the P99s, what the client received per channel, and the viewer process's CPU use (its user +
+system time over the run's wall time, from /proc), and ends with
 
   RESULT e2e_p99_ms=… viewer_e2e_p99_ms=… ratio_p99=… lost=… viewer_lost=… viewer_cpu_pct=…
   client_messages=… client_channels=…
@@ -102,51 +103,66 @@ def main(argv: list[str] | None = None) -> int:
         'and tracking only, the least noisy comparison on a CPU)',
     )  # fmt: skip
     parser.add_argument('--device', default='cpu')
+    parser.add_argument(
+        '--pairs', type=int, default=1, help='runs of each, alternated; the P99s over all frames'
+    )
     parser.add_argument('--out', type=Path, default=ROOT / 'results' / 'bench' / 'viewer')
     args = parser.parse_args(argv)
     from rt_fusion.ros.viewer.client import listen  # noqa: PLC0415
 
     env = dict(os.environ, ROS_DOMAIN_ID=os.environ.get('ROS_DOMAIN_ID', '43'))
     domain = env['ROS_DOMAIN_ID']
-    plain = demo(args, args.out / 'no_viewer', env)
-    port = live.free_port()
-    stop = threading.Event()
+    runs: dict[str, list[dict[str, Any]]] = {'no viewer': [], 'viewer + client': []}
     got: dict[str, Any] = {}
+    cpu: list[float] = []
+    for k in range(args.pairs):  # alternated, so a drift of the machine's load hits both alike
+        report.console.print(f'bench_viewer: pair {k + 1} of {args.pairs}')
+        runs['no viewer'].append(demo(args, args.out / f'no_viewer_{k}', env))
+        port = live.free_port()
+        stop = threading.Event()
 
-    def client() -> None:
-        got.update(asyncio.run(listen(f'ws://127.0.0.1:{port}', lambda _g: stop.is_set(),
-                                      deadline_s=3600.0, keep=1, connect_s=600.0)))  # fmt: skip
+        def client(port: int = port, stop: threading.Event = stop) -> None:
+            url = f'ws://127.0.0.1:{port}'
+            done = lambda _g: stop.is_set()  # noqa: E731
+            got.update(asyncio.run(listen(url, done, 3600.0, keep=1, connect_s=600.0)))
 
-    reader = threading.Thread(target=client, daemon=True)
-    reader.start()
-    watch = CpuWatch('viewer_node', domain, stop)
-    watch.start()
-    try:
-        viewed = demo(args, args.out / 'viewer', env, '--viewer', str(port))
-    finally:
-        stop.set()
-        reader.join(10.0)
-    runs = {'no viewer': plain, 'viewer + client': viewed}
+        reader = threading.Thread(target=client, daemon=True)
+        reader.start()
+        watch = CpuWatch('viewer_node', domain, stop)
+        watch.start()
+        try:
+            runs['viewer + client'].append(
+                demo(args, args.out / f'viewer_{k}', env, '--viewer', str(port))
+            )
+        finally:
+            stop.set()
+            reader.join(10.0)
+        cpu.append(watch.percent())
     rows = {}
-    for name, res in runs.items():
-        s = summarize_ns(res['samples_ns']['rt_fusion'][E2E])
-        lost = sum(res['losses']['rt_fusion'].values())
+    for name, results in runs.items():  # the frames of all its runs together
+        s = summarize_ns([x for r in results for x in r['samples_ns']['rt_fusion'][E2E]])
+        lost = sum(sum(r['losses']['rt_fusion'].values()) for r in results)
         rows[name] = (s, lost)
+        each = ', '.join(
+            f'{summarize_ns(r["samples_ns"]["rt_fusion"][E2E]).p99_us / 1e3:.1f}' for r in results
+        )
         report.console.print(
             f'{name}: end to end P50 {s.p50_us / 1e3:.2f} ms, P99 {s.p99_us / 1e3:.2f} ms, '
-            f'max {s.max_us / 1e3:.2f} ms over {s.count} frames; {lost} frames lost'
+            f'max {s.max_us / 1e3:.2f} ms over {s.count} frames of {len(results)} runs '
+            f'(P99 of each: {each} ms); {lost} frames lost'
         )
     for topic, entry in sorted(got.items()):
         report.console.print(f'  client {topic}: {entry["count"]} messages, {entry["bytes"]} B')
     p99 = {k: v[0].p99_us / 1e3 for k, v in rows.items()}
-    report.console.print(f'viewer CPU: {watch.percent():.1f} % of one core')
+    viewer_cpu = sum(cpu) / len(cpu)
+    report.console.print(f'viewer CPU: {viewer_cpu:.1f} % of one core')
     report.result_line(
         e2e_p99_ms=p99['no viewer'],
         viewer_e2e_p99_ms=p99['viewer + client'],
         ratio_p99=p99['viewer + client'] / p99['no viewer'],
         lost=rows['no viewer'][1],
         viewer_lost=rows['viewer + client'][1],
-        viewer_cpu_pct=watch.percent(),
+        viewer_cpu_pct=viewer_cpu,
         client_messages=sum(e['count'] for e in got.values()),
         client_channels=sum(1 for e in got.values() if e['count']),
     )

@@ -219,3 +219,71 @@ def load_camera_info(path: str) -> dict[str, Any]:
                 f'calibration file {path!r}: {key} has {len(values)} values, needs {n}'
             )
     return info
+
+
+#: base_link-style camera axes (x forward, y left, z up; REP-103, the calibration's ``camera``
+#: frame) -> the optical axes a lens model takes (x right, y down, z forward; REP-103's
+#: ``_optical`` frames).
+BODY_TO_OPTICAL = np.array([[0.0, -1.0, 0.0], [0.0, 0.0, -1.0], [1.0, 0.0, 0.0]])
+NEAR_M = 0.5  # corners nearer the camera than this along its axis are clipped off a box
+
+
+def box_corners(boxes: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    """The 8 corners (N, 8, 3) of boxes (N, 7: x, y, z of the bottom centre, length, width,
+    height, yaw) standing on their bottom face."""
+    b = np.asarray(boxes, np.float64).reshape(-1, 7)
+    sx = np.array([1, -1, -1, 1, 1, -1, -1, 1]) * 0.5
+    sy = np.array([1, 1, -1, -1, 1, 1, -1, -1]) * 0.5
+    sz = np.array([0, 0, 0, 0, 1, 1, 1, 1], np.float64)
+    lx, ly = b[:, 3:4] * sx, b[:, 4:5] * sy
+    c, s = np.cos(b[:, 6:7]), np.sin(b[:, 6:7])
+    x = b[:, 0:1] + c * lx - s * ly
+    y = b[:, 1:2] + s * lx + c * ly
+    z = b[:, 2:3] + b[:, 5:6] * sz
+    return np.stack([x, y, z], axis=2)
+
+
+def image_boxes(
+    boxes: npt.ArrayLike,
+    mount: tuple[npt.ArrayLike, npt.ArrayLike],
+    k: npt.ArrayLike,
+    d: npt.ArrayLike,
+    size: tuple[int, int],
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
+    """Where 3D boxes (:func:`box_corners`' layout, in the base frame) fall in a camera's image:
+    the rectangle around each box's projected corners (N, 4: u0, v0, u1, v1, clipped to the
+    ``size`` = (width, height) image) and which boxes show (in front of the camera and inside
+    the image). ``mount`` is the camera frame in the base frame (translation, rotation matrix
+    3x3: its columns the camera's body axes), ``k`` the 3x3 camera matrix, ``d`` the plumb_bob
+    distortion (camera_info D). Corners behind or nearer than :data:`NEAR_M` are left out."""
+    corners = box_corners(boxes)
+    n = corners.shape[0]
+    out, shown = np.zeros((n, 4)), np.zeros(n, bool)
+    if not n:
+        return out, shown
+    t, r = np.asarray(mount[0], np.float64), np.asarray(mount[1], np.float64).reshape(3, 3)
+    optical = (corners.reshape(-1, 3) - t) @ r @ BODY_TO_OPTICAL.T  # base -> camera -> optical
+    depth = optical[:, 2]
+    ray = optical[:, :2] / np.where(depth > 1e-6, depth, 1e-6)[:, None]
+    # Beyond the lens's field (|ray| > 2: ~63 deg off axis) the distortion polynomial folds
+    # back: such corners are drawn at that edge of the field instead.
+    ray *= np.minimum(1.0, 2.0 / np.maximum(np.linalg.norm(ray, axis=1), 1e-9))[:, None]
+    uv, _ = cv2.projectPoints(
+        np.column_stack([ray, np.ones(len(ray))]).reshape(-1, 1, 3),
+        np.zeros(3),
+        np.zeros(3),
+        np.asarray(k, np.float64).reshape(3, 3),
+        np.asarray(d, np.float64).ravel(),
+    )
+    uv = uv.reshape(n, 8, 2)
+    front = depth.reshape(n, 8) > NEAR_M
+    w, h = size
+    for i in range(n):
+        if not front[i].any():
+            continue
+        p = uv[i][front[i]]
+        u0, v0 = np.clip(p.min(axis=0), 0, (w, h))
+        u1, v1 = np.clip(p.max(axis=0), 0, (w, h))
+        if u1 - u0 >= 1.0 and v1 - v0 >= 1.0:
+            out[i], shown[i] = (u0, v0, u1, v1), True
+    return out, shown

@@ -223,3 +223,24 @@ def can_udp_port() -> int:
     import random  # noqa: PLC0415
 
     return random.randint(4000, 7399)
+
+
+def nice_process(niceness: int) -> int:
+    """Lowers this process's CPU priority to ``niceness`` (0..19): every thread it has now (on
+    Linux each thread has its own nice value, and ``os.nice`` sets only the caller's) and, as
+    threads inherit their creator's, those they start later. Returns how many threads were
+    set; a thread that ended meanwhile is skipped.
+
+    Raises:
+        ValueError: ``niceness`` outside 0..19 (raising a priority is not this function's job).
+    """
+    if not 0 <= niceness <= 19:
+        raise ValueError(f'niceness {niceness}: want 0..19')
+    done = 0
+    for tid in os.listdir('/proc/self/task'):
+        try:
+            os.setpriority(os.PRIO_PROCESS, int(tid), niceness)
+        except (ProcessLookupError, PermissionError):
+            continue
+        done += 1
+    return done

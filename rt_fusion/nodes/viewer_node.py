@@ -4,9 +4,12 @@ It serves a Foxglove WebSocket (foxglove-sdk; ``ws://<host>:<port>``, by default
 ``ws://127.0.0.1:8765``, what the Foxglove app's "Open connection" offers) with these channels,
 built from the graph's topics (:mod:`rt_fusion.ros.viewer.scene`):
 
-- ``/camera/image`` (``foxglove.CompressedImage``): the front camera, read from its
+- ``/camera/out/image`` (``foxglove.CompressedImage``): the front camera, read from its
   shared-memory ring (never through the fusion), downscaled to ``camera_width`` and JPEG-encoded
-  at most ``camera_rate_hz`` times a second;
+  at most ``camera_rate_hz`` times a second (named as its ROS topic, as in a recording);
+  ``/camera/out/image/annotations`` (``foxglove.ImageAnnotations``, same stamp): the fused
+  tracks of that frame drawn on it, their boxes projected through the camera's ``CameraInfo``
+  and its ``/tf_static`` mounting;
 - ``/tracks`` (``foxglove.SceneUpdate``): the fused objects as boxes with id, class and a
   velocity arrow; ``/radar``: the radar returns; ``/plan``: the planned trajectory;
 - ``/tf`` (``foxglove.FrameTransforms``): ``/tf`` and ``/tf_static``;
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import math
 import sys
 import time
@@ -31,8 +35,11 @@ from typing import Any, ClassVar
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rt_fusion_msgs.msg import AudioEvent, ObjectArray, RadarObjects, Trajectory
+from sensor_msgs.msg import CameraInfo
 from tf2_msgs.msg import TFMessage
 
+from rt_fusion.core import camera as camera_model
+from rt_fusion.core import linux, rotation
 from rt_fusion.core.errors import ParameterError, RtFusionError
 from rt_fusion.core.params import param
 from rt_fusion.ros import graph, lifecycle, parameters, running
@@ -40,6 +47,24 @@ from rt_fusion.ros.diagnostics import Level, NodeDiagnostics
 from rt_fusion.ros.shm_transport import Received, ShmSubscription
 
 CHANNELS = graph.VIEWER_CHANNELS
+OUTBOX_LOGGER = 'foxglove.websocket.connected_client.send_lossy'  # foxglove-sdk 0.30's
+BOX_KEYS = ('u0', 'v0', 'u1', 'v1')  # a box on the page's camera thumbnail [px]
+
+
+class SlowClients(logging.Handler):
+    """foxglove-sdk's word that a client's outbox filled: from then on the server drops that
+    client's oldest messages (``client_backlog`` bound its memory). The SDK says so once per
+    client and counts no drops itself, so the viewer counts the clients, by address."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.clients: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        text = record.getMessage()
+        if text.startswith('outbox for client') and text.endswith('full'):
+            client = text.removeprefix('outbox for client').removesuffix('full')
+            self.clients.append(client.strip())
 
 
 class ViewerUnavailableError(RtFusionError):
@@ -67,6 +92,18 @@ class ViewerParams:
         low=-1,
         high=65535,
     )
+    scene_rate_hz: float = param(
+        'tracks, radar and plan converted for the clients at most this often per channel',
+        unit='Hz',
+        default=10.0,
+        low=0.5,
+    )
+    nice: int = param(
+        'CPU niceness of the viewer process (0..19): it yields the cores to the graph',
+        default=10,
+        low=0,
+        high=19,
+    )
     client_backlog: int = param(
         'messages queued per client before the server drops (a client that does not read)',
         default=256,
@@ -88,8 +125,17 @@ class ViewerNode(lifecycle.DeviceNode):
         self.ego: tuple[float, float, float] | None = None  # odom -> base_link (x, y, yaw)
         self.channels: dict[str, Any] = {}
         self.sent: dict[str, int] = dict.fromkeys(CHANNELS, 0)
+        self._due: dict[str, float] = dict.fromkeys(CHANNELS, 0.0)  # next conversion per channel
         self._next_camera = 0.0
         self.camera_errors = 0
+        # Where the tracks fall in the camera: its intrinsics (K, D, width, height) and its
+        # mounting per frame (parent, translation, rotation), from camera_info and /tf_static.
+        self.intrinsics: tuple[Any, Any, int, int] | None = None
+        self.mounts: dict[str, tuple[str, Any, Any]] = {}
+        # Thumbnails waiting for their frame's tracks: stamp -> (jpeg, frame, width, height).
+        self._pending: dict[int, tuple[bytes, str, int, int]] = {}
+        self._page_camera_at = 0.0
+        self.slow = SlowClients()
 
     def configure(self) -> None:
         """Starts the WebSocket server and its channels; subscribes to the graph."""
@@ -105,6 +151,10 @@ class ViewerNode(lifecycle.DeviceNode):
                 'without it (pip install foxglove-sdk, or make setup)'
             ) from err
         self.scene = scene
+        outbox = logging.getLogger(OUTBOX_LOGGER)
+        outbox.setLevel(logging.INFO)
+        outbox.addHandler(self.slow)
+        foxglove.set_log_level(logging.INFO)  # the SDK's outbox reports reach Python logging
         self.fox = foxglove.Context()
         try:
             self.server = foxglove.start_server(
@@ -116,6 +166,9 @@ class ViewerNode(lifecycle.DeviceNode):
         ctx = self.fox
         self.channels = {
             graph.VIEWER_CAMERA: fc.CompressedImageChannel(graph.VIEWER_CAMERA, context=ctx),
+            graph.VIEWER_CAMERA_BOXES: fc.ImageAnnotationsChannel(
+                graph.VIEWER_CAMERA_BOXES, context=ctx
+            ),
             graph.VIEWER_TRACKS: fc.SceneUpdateChannel(graph.VIEWER_TRACKS, context=ctx),
             graph.VIEWER_RADAR: fc.SceneUpdateChannel(graph.VIEWER_RADAR, context=ctx),
             graph.VIEWER_PLAN: fc.SceneUpdateChannel(graph.VIEWER_PLAN, context=ctx),
@@ -154,12 +207,13 @@ class ViewerNode(lifecycle.DeviceNode):
         )
         subs: list[tuple[Any, str, str, Any, QoSProfile, Any]] = [
             (ObjectArray, graph.OBJECTS_TOPIC, graph.VIEWER_TRACKS, scene.tracks, quiet,
-             st.set_tracks),
+             self._on_objects),
             (RadarObjects, graph.RADAR_TOPIC, graph.VIEWER_RADAR, scene.radar, quiet, None),
             (Trajectory, graph.TRAJECTORY_TOPIC, graph.VIEWER_PLAN, scene.plan, quiet,
              lambda m: st.set_plan(m, self.ego)),
             (TFMessage, graph.TF_TOPIC, graph.VIEWER_TF, scene.transforms, quiet, self._on_tf),
-            (TFMessage, graph.TF_STATIC_TOPIC, graph.VIEWER_TF, scene.transforms, latched, None),
+            (TFMessage, graph.TF_STATIC_TOPIC, graph.VIEWER_TF, scene.transforms, latched,
+             self._on_tf_static),
             (AudioEvent, graph.AUDIO_EVENTS_TOPIC, graph.VIEWER_AUDIO, scene.audio_event, quiet,
              st.set_event),
             (DiagnosticArray, graph.DIAGNOSTICS_TOPIC, graph.VIEWER_HEALTH, scene.health, quiet,
@@ -167,27 +221,43 @@ class ViewerNode(lifecycle.DeviceNode):
         ]  # fmt: skip
         for kind, topic, channel, convert, qos, also in subs:
             self.create_subscription(kind, topic, self._forward(channel, convert, also), qos)
+        self.create_subscription(CameraInfo, graph.CAMERA_INFO_TOPIC, self._on_camera_info, quiet)
         self.camera: ShmSubscription | None = None
         if p.camera_rate_hz > 0:
             self.camera = ShmSubscription(self, graph.CAMERA_TOPIC, self._on_frame, depth=2)
         self.diag = NodeDiagnostics(self, 'viewer')
         self.create_timer(1.0, self._publish_diagnostics)
+        # Last: every thread there is now (DDS, the servers) yields to the graph's processes.
+        linux.nice_process(p.nice)
 
     def _publish_diagnostics(self) -> None:
         """What went out on each channel, and the camera frames that could not be shown."""
-        level = Level.WARN if self.camera_errors else Level.OK
+        slow = self.slow.clients
+        level = Level.WARN if self.camera_errors or slow else Level.OK
         values: dict[str, Any] = {f'sent {k}': v for k, v in self.sent.items()}
         values['camera_errors'] = self.camera_errors
+        values['slow_clients'] = len(slow)  # their oldest messages dropped beyond the backlog
+        if slow:
+            values['slow_client_last'] = slow[-1]
         if self.page is not None:
             values['page'] = f'http://{self.p.host}:{self.page.port}/'
         port = self.server.port if self.server is not None else ''
-        self.diag.publish(level, f'serving ws://{self.p.host}:{port}', values)
+        said = f'serving ws://{self.p.host}:{port}'
+        if slow:
+            said += f'; {len(slow)} client(s) fell behind: their oldest messages dropped'
+        self.diag.publish(level, said, values)
 
     def _forward(self, channel: str, convert: Any, also: Any = None) -> Any:
         out = self.channels[channel]
+        paced = channel in (graph.VIEWER_TRACKS, graph.VIEWER_RADAR, graph.VIEWER_PLAN)
+        period = 1.0 / self.p.scene_rate_hz
 
         def callback(msg: Any) -> None:
-            if out.has_sinks():  # converted only while a client (or a recording) takes it
+            # Converted only while a client (or a recording) takes it, the scene at most
+            # scene_rate_hz (the fusion's 30 Hz in Python would cost the graph a core's share).
+            now = time.monotonic()
+            if out.has_sinks() and (not paced or now >= self._due[channel]):
+                self._due[channel] = now + period
                 out.log(convert(msg))
                 self.sent[channel] += 1
             if also is not None:  # the operator page's state
@@ -205,8 +275,56 @@ class ViewerNode(lifecycle.DeviceNode):
                 )
                 self.ego = (t.transform.translation.x, t.transform.translation.y, yaw)
 
+    def _on_tf_static(self, msg: Any) -> None:
+        """Each sensor's mounting (the camera's places the tracks on its image)."""
+        for t in msg.transforms:
+            tr, r = t.transform.translation, t.transform.rotation
+            q = rotation.normalize((r.w, r.x, r.y, r.z))
+            self.mounts[t.child_frame_id] = (
+                t.header.frame_id,
+                (tr.x, tr.y, tr.z),
+                rotation.matrix(q),
+            )
+
+    def _on_camera_info(self, msg: Any) -> None:
+        """The camera's intrinsics (the newest)."""
+        if msg.width and msg.k[0] > 0:
+            self.intrinsics = (list(msg.k), list(msg.d), int(msg.width), int(msg.height))
+
+    def _on_objects(self, msg: Any) -> None:
+        """The fused objects: the page's tracks, and the boxes on the thumbnail of their frame
+        (taken by :meth:`_on_frame`, waiting for them by stamp)."""
+        if self.state is not None:
+            self.state.set_tracks(msg)
+        stamp = int(msg.header.stamp.sec) * 10**9 + int(msg.header.stamp.nanosec)
+        waiting = self._pending.pop(stamp, None)
+        mount = self.mounts.get(waiting[1]) if waiting is not None else None
+        if waiting is None or mount is None or self.intrinsics is None:
+            return
+        if mount[0] != msg.header.frame_id:  # the tracks' frame must be the camera's parent
+            return
+        jpeg, _frame, width, height = waiting
+        k, d, full_w, full_h = self.intrinsics
+        rects, shown = camera_model.image_boxes(
+            self.scene.object_boxes(msg), mount[1:], k, d, (full_w, full_h)
+        )
+        rects *= (width / full_w, height / full_h, width / full_w, height / full_h)
+        out = self.channels[graph.VIEWER_CAMERA_BOXES]
+        if out.has_sinks():
+            out.log(self.scene.camera_boxes(msg, rects, shown, stamp))
+            self.sent[graph.VIEWER_CAMERA_BOXES] += 1
+        if self.state is not None:
+            boxes = [
+                {'id': int(o.id), 'class': int(o.object_class),
+                 **{k: round(float(v), 1) for k, v in zip(BOX_KEYS, r, strict=True)}}
+                for o, r, show in zip(msg.objects, rects, shown, strict=True)
+                if show
+            ]  # fmt: skip
+            self.state.set_camera(stamp, jpeg, (width, height), boxes)
+            self._page_camera_at = time.monotonic()
+
     def _on_frame(self, frame: Received, _path: str) -> None:
-        """A camera frame: sampled at ``camera_rate_hz``, downscaled, JPEG, on /camera/image."""
+        """A camera frame: sampled at ``camera_rate_hz``, downscaled, JPEG, on its channel."""
         now = time.monotonic()
         if now < self._next_camera:
             return
@@ -229,8 +347,15 @@ class ViewerNode(lifecycle.DeviceNode):
         if out.has_sinks():
             out.log(self.scene.camera_image(data, desc.stamp_ns))
             self.sent[graph.VIEWER_CAMERA] += 1
-        if self.state is not None:
-            self.state.camera_jpeg = data
+        width, height = _jpeg_size(frame.array.shape, p.camera_width)
+        # Held for its frame's tracks (:meth:`_on_objects`); the page shows it without them
+        # when they do not come (no fusion, no calibration yet) rather than freeze.
+        self._pending[desc.stamp_ns] = (data, desc.frame_id, width, height)
+        while len(self._pending) > 4:
+            self._pending.pop(next(iter(self._pending)))
+        if self.state is not None and now - self._page_camera_at > 1.0:
+            self.state.set_camera(desc.stamp_ns, data, (width, height), [])
+            self._page_camera_at = now
 
     def cleanup(self) -> None:
         """Stops the server and closes the channels."""
@@ -243,9 +368,17 @@ class ViewerNode(lifecycle.DeviceNode):
         if self.server is not None:
             self.server.stop()
             self.server = None
+        logging.getLogger(OUTBOX_LOGGER).removeHandler(self.slow)
         if self.page is not None:
             self.page.close()
             self.page = None
+
+
+def _jpeg_size(shape: tuple[int, ...], width: int) -> tuple[int, int]:
+    """The size of :func:`scene.camera_jpeg`'s thumbnail of a frame of ``shape``."""
+    h, w = shape[:2]
+    scale = min(1.0, width / float(w))
+    return round(w * scale), round(h * scale)
 
 
 def main(args: list[str] | None = None) -> int:

@@ -98,15 +98,22 @@ TF_STATIC_TOPIC = '/tf_static'  # tf2_msgs/TFMessage, latched: base_link -> ever
 ACK_TOPIC = 'fusion/ack'
 AUDIO_EVENTS_TOPIC = 'fusion/out/audio_events'  # rt_fusion_msgs/AudioEvent (the hearing)
 # viewer_node's Foxglove channels (not ROS topics: what Foxglove's panels subscribe to).
-VIEWER_CAMERA = '/camera/image'
+# The camera keeps its topic's name (a recording holds sensor_msgs/Image there): one Image panel
+# of the layout shows the live view and a recording alike.
+VIEWER_CAMERA = '/' + CAMERA_TOPIC
+VIEWER_CAMERA_BOXES = f'{VIEWER_CAMERA}/annotations'  # the tracks drawn on the camera
 VIEWER_TRACKS = '/tracks'
 VIEWER_RADAR = '/radar'
 VIEWER_PLAN = '/plan'
 VIEWER_TF = '/tf'
 VIEWER_AUDIO = '/audio_events'
 VIEWER_HEALTH = '/health'
+# What the layout's 3D panel shows of a recording (tools/record.py): the fusion's and the
+# planner's visualization_msgs/MarkerArray (``~/out/markers`` of the nodes fusion and planner).
+RECORDED_SCENE = ('/fusion/out/markers', '/planner/out/markers')
 VIEWER_CHANNELS = (
     VIEWER_CAMERA,
+    VIEWER_CAMERA_BOXES,
     VIEWER_TRACKS,
     VIEWER_RADAR,
     VIEWER_PLAN,

@@ -16,7 +16,7 @@ def _topics(node: object) -> set[str]:
     out: set[str] = set()
     if isinstance(node, dict):
         for key, value in node.items():
-            if key == 'topics' and isinstance(value, dict):
+            if key in ('topics', 'annotations') and isinstance(value, dict):
                 out |= set(value)
             elif key in ('imageTopic', 'topicToRender', 'topicPath') and isinstance(value, str):
                 out.add(value)
@@ -35,4 +35,6 @@ def test_the_committed_layout_is_the_built_one_and_shows_the_viewer_channels() -
     committed = (ROOT / 'config' / 'foxglove_layout.json').read_text()
     assert committed == layout_json(), 'regenerate: python -m rt_fusion.ros.viewer.layout'
     shown = _topics(json.loads(committed))
-    assert shown == set(graph.VIEWER_CHANNELS) - {graph.VIEWER_TF}, shown
+    # Every channel but /tf (the 3D panel's frames), and a recording's markers (test_record.py).
+    want = set(graph.VIEWER_CHANNELS) - {graph.VIEWER_TF} | set(graph.RECORDED_SCENE)
+    assert shown == want, shown

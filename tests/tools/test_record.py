@@ -237,3 +237,77 @@ def test_bad_qos_arguments_fail_with_the_option_named(procs: ProcGroup, tmp_path
     rec = procs.tool('record.py', '--out', out, '--qos', '/a=sometimes', '/a:std_msgs/msg/UInt64')
     assert rec.wait(60) == 2
     assert rec.wait_stderr("--qos '/a=sometimes'")
+
+
+def test_a_recording_of_the_graph_decodes_from_its_own_schemas_for_the_layout_s_panels(
+    procs: ProcGroup, tmp_path: Path
+) -> None:
+    """What Foxglove does with an MCAP, without Foxglove: each message decoded by Foxglove's
+    Python MCAP reader and ROS 2 decoder (mcap, mcap-ros2-support) from the schemas the file
+    embeds (custom types included), equal to what rosbags reads; and every topic the committed
+    layout's panels name for a recording is there, with a type that panel draws."""
+    pytest.importorskip('mcap_ros2')
+    import json  # noqa: PLC0415
+
+    from mcap.reader import make_reader  # noqa: PLC0415
+    from mcap_ros2.decoder import DecoderFactory  # noqa: PLC0415
+
+    from rt_fusion.ros import graph  # noqa: PLC0415
+    from rt_fusion.ros.harness import launching  # noqa: PLC0415
+    from tests.conftest import VENV, make_scenario  # noqa: PLC0415
+
+    if not launching.available() or not (VENV / 'lib' / 'rt_fusion' / 'replay_node').exists():
+        pytest.skip('launch/launch_ros or the ament layout missing: run make setup')
+    bag = make_scenario(tmp_path / 'scenario', 'cut_in', 4, 13)
+    procs.spawn(
+        [str(VENV / 'bin' / 'ros2'), 'launch', 'rt_fusion', 'replay.launch.py', f'bag:={bag}',
+         'loops:=0'],
+        'ros2 launch', {'AMENT_PREFIX_PATH': str(VENV)},
+    )  # fmt: skip
+    layout = json.loads((ROOT / 'config' / 'foxglove_layout.json').read_text())
+    panels = _panels(layout['content'])
+    image_topic = panels['Image']['imageMode']['imageTopic']
+    scene_topics = [t for t in panels['ThreeDee']['topics'] if t in graph.RECORDED_SCENE]
+    custom = ['/' + graph.OBJECTS_TOPIC, '/' + graph.TRAJECTORY_TOPIC, '/' + graph.RADAR_TOPIC]
+    topics = [image_topic, *scene_topics, graph.TF_TOPIC, graph.TF_STATIC_TOPIC, *custom]
+    out = tmp_path / 'recorded'
+    rec = procs.tool(
+        'record.py', '--out', str(out), '--duration', '6', '--discover-s', '180', *topics,
+        name='record',
+    )  # fmt: skip
+    assert rec.wait(400) == 0, rec.tail()
+    decoded: dict[str, list[object]] = {}
+    schemas: dict[str, str] = {}
+    with next(out.glob('*.mcap')).open('rb') as fh:
+        reader = make_reader(fh, decoder_factories=[DecoderFactory()])
+        for schema, channel, _message, msg in reader.iter_decoded_messages():
+            decoded.setdefault(channel.topic, []).append(msg)
+            schemas[channel.topic] = schema.name if schema is not None else ''
+    assert set(decoded) == set(topics), (sorted(decoded), topics)
+    for topic in topics:  # as many as rosbags reads, and the same values where compared
+        assert len(decoded[topic]) == sum(1 for _ in iter_messages(out, [topic], decode=False))
+    # The layout's panels take these types: Image (sensor_msgs/Image), 3D (MarkerArray, /tf).
+    assert schemas[image_topic] == 'sensor_msgs/msg/Image'
+    assert all(schemas[t] == 'visualization_msgs/msg/MarkerArray' for t in scene_topics)
+    follow = panels['ThreeDee']['followTf']
+    frames = {t.child_frame_id for m in decoded[graph.TF_TOPIC] for t in m.transforms}
+    assert follow in frames, frames
+    image = decoded[image_topic][0]
+    assert image.width * image.height > 0 and len(image.data) >= image.width * image.height
+    # Custom types decode field by field as rosbags (the installed definitions) reads them.
+    objects = [m.msg for m in iter_messages(out, ['/' + graph.OBJECTS_TOPIC])]
+    first = decoded['/' + graph.OBJECTS_TOPIC]
+    assert [len(m.objects) for m in first] == [len(m.objects) for m in objects]
+    assert any(m.objects for m in first)
+    a, b = next((x, y) for x, y in zip(first, objects, strict=True) if x.objects)
+    assert (a.objects[0].id, a.objects[0].position.x) == (b.objects[0].id, b.objects[0].position.x)
+
+
+def _panels(node: dict[str, object]) -> dict[str, dict[str, object]]:
+    """A layout's panels by type: their configurations."""
+    if node.get('type') == 'panel':
+        return {str(node['panelType']): dict(node['config'])}  # type: ignore[call-overload]
+    out: dict[str, dict[str, object]] = {}
+    for item in node.get('items', []):  # type: ignore[attr-defined]
+        out |= _panels(item['content'])
+    return out

@@ -83,3 +83,42 @@ async def listen(
                 if len(entry['messages']) < keep:
                     entry['messages'].append(entry['decode'](bytes(raw[13:])))
     return got
+
+
+class StalledClient:
+    """A Foxglove WebSocket client that subscribes to every advertised channel and then never
+    reads again (a laptop asleep, a browser tab in the background): the server's outbox for it
+    fills. Its receive buffer is kept small and its library queue at one message, so the stall
+    reaches the server within seconds."""
+
+    def __init__(self, url: str, connect_s: float = 60.0) -> None:
+        import socket  # noqa: PLC0415
+
+        from websockets.sync.client import connect  # noqa: PLC0415
+
+        sock = None
+        end = time.monotonic() + connect_s
+        while sock is None:
+            host, port = url.removeprefix('ws://').split(':')
+            try:
+                sock = socket.create_connection((host, int(port)), timeout=10.0)
+            except OSError:
+                if time.monotonic() > end:
+                    raise
+                time.sleep(0.2)  # paced: the server is starting
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        self.ws = connect(
+            url, sock=sock, subprotocols=[PROTOCOL], max_queue=1, max_size=None,  # type: ignore[list-item]
+            ping_interval=None, close_timeout=1.0,
+        ).__enter__()  # fmt: skip
+        self.channels: list[dict[str, Any]] = []
+        while not self.channels:
+            raw = self.ws.recv(timeout=connect_s)
+            if isinstance(raw, str) and json.loads(raw)['op'] == 'advertise':
+                self.channels = json.loads(raw)['channels']
+        subs = [{'id': 1000 + c['id'], 'channelId': c['id']} for c in self.channels]
+        self.ws.send(json.dumps({'op': 'subscribe', 'subscriptions': subs}))
+
+    def close(self) -> None:
+        """Hangs up."""
+        self.ws.close()

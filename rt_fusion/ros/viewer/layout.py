@@ -4,7 +4,8 @@ Built with foxglove-sdk's ``foxglove.layouts`` (Foxglove's own layout types), so
 channel name breaks the build of the layout rather than leaving a panel empty; the committed
 file is checked against it (``tests/ros/test_viewer_layout.py``). In Foxglove or Lichtblick:
 Layouts → Import from file. The same layout opens an MCAP recorded by ``tools/record.py``
-(``/tf``, the ROS topics' Markers and Detection3DArray panels aside).
+(checked by ``tests/tools/test_record.py``): the camera panel's topic is the camera's ROS topic,
+and the 3D panel lists the fusion's and the planner's markers beside the viewer's scene.
 """
 
 from __future__ import annotations
@@ -20,20 +21,24 @@ def layout() -> Any:
     top to bottom: the camera, the audio events, the nodes' health."""
     import foxglove.layouts as fl  # noqa: PLC0415
 
+    # The viewer's scene, and a recording's (tools/record.py) instead: the nodes' markers.
+    shown = (graph.VIEWER_TRACKS, graph.VIEWER_RADAR, graph.VIEWER_PLAN, *graph.RECORDED_SCENE)
     scene = fl.ThreeDeePanel(
         title='rt_fusion: scene',
         config=fl.ThreeDeeConfig(
             follow_tf='base_link',
-            topics={
-                graph.VIEWER_TRACKS: fl.BaseRendererSceneUpdateTopicSettings(visible=True),
-                graph.VIEWER_RADAR: fl.BaseRendererSceneUpdateTopicSettings(visible=True),
-                graph.VIEWER_PLAN: fl.BaseRendererSceneUpdateTopicSettings(visible=True),
-            },
+            topics={t: fl.BaseRendererSceneUpdateTopicSettings(visible=True) for t in shown},
         ),
     )
     camera = fl.ImagePanel(
         title='rt_fusion: camera',
-        config=fl.ImageConfig(image_mode=fl.ImageModeConfig(image_topic=graph.VIEWER_CAMERA)),
+        config=fl.ImageConfig(
+            image_mode=fl.ImageModeConfig(
+                image_topic=graph.VIEWER_CAMERA,
+                annotations={graph.VIEWER_CAMERA_BOXES: fl.ImageAnnotationSettings(visible=True)},
+                synchronize=True,  # the boxes of the frame shown, matched by stamp
+            )
+        ),
     )
     events = fl.LogPanel(
         title='rt_fusion: audio events', config=fl.LogConfig(topic_to_render=graph.VIEWER_AUDIO)

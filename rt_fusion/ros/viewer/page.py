@@ -4,7 +4,8 @@ no internet), for a laptop plugged into the car.
 ``GET /`` is the page (``static/index.html``, shipped in the package); it polls ``GET
 /state.json`` (:class:`OperatorState`: the tracks and the plan top-down, each node's
 diagnostics level and message, frames lost, end-to-end latency P50/P99 over the last 10 s,
-the audio events active now) and shows ``GET /camera.jpg`` (the last camera thumbnail).
+the audio events active now, the camera thumbnail's stamp and the tracks' boxes on it) and
+shows ``GET /camera.jpg?stamp=…`` (that thumbnail) with the boxes drawn over it.
 """
 
 from __future__ import annotations
@@ -36,7 +37,34 @@ class OperatorState:
         self.frames_lost: dict[str, int] = {}
         self.events: dict[str, tuple[float, float]] = {}  # class -> (probability, last seen)
         self._latency: collections.deque[tuple[float, float]] = collections.deque(maxlen=4096)
-        self.camera_jpeg = b''
+        # The camera thumbnails shown, by stamp (the newest few: the page asks for the one its
+        # state named), and the newest one's size and track boxes.
+        self._jpegs: collections.OrderedDict[int, bytes] = collections.OrderedDict()
+        self._camera: dict[str, Any] | None = None
+
+    @property
+    def camera_jpeg(self) -> bytes:
+        """The newest camera thumbnail shown (empty before the first)."""
+        with self._lock:
+            return next(reversed(self._jpegs.values()), b'')
+
+    def jpeg(self, stamp: int | None) -> bytes:
+        """The thumbnail of ``stamp`` while kept, else the newest."""
+        with self._lock:
+            if stamp is not None and stamp in self._jpegs:
+                return self._jpegs[stamp]
+        return self.camera_jpeg
+
+    def set_camera(
+        self, stamp: int, jpeg: bytes, size: tuple[int, int], boxes: list[dict[str, Any]]
+    ) -> None:
+        """A camera thumbnail (``size``: its width, height) and the tracks drawn on it
+        (``boxes``: id, class and the rectangle u0, v0, u1, v1 in its pixels)."""
+        with self._lock:
+            self._jpegs[stamp] = jpeg
+            while len(self._jpegs) > 4:
+                self._jpegs.popitem(last=False)
+            self._camera = {'stamp': stamp, 'width': size[0], 'height': size[1], 'boxes': boxes}
 
     def set_tracks(self, msg: Any) -> None:
         """The fused objects (base_link): kept as they came, read when the page asks."""
@@ -113,7 +141,7 @@ class OperatorState:
                 'events': {
                     k: round(p, 2) for k, (p, t) in self.events.items() if now - t <= EVENT_HOLD_S
                 },
-                'camera': bool(self.camera_jpeg),
+                'camera': self._camera,
             }
 
 
@@ -131,7 +159,10 @@ class OperatorPage:
                 elif path == '/state.json':
                     self._send(200, 'application/json', json.dumps(state.snapshot()).encode())
                 elif path == '/camera.jpg' and state.camera_jpeg:
-                    self._send(200, 'image/jpeg', state.camera_jpeg)
+                    query = self.path.partition('?')[2]
+                    stamp = query.removeprefix('stamp=')
+                    jpeg = state.jpeg(int(stamp) if stamp.isdigit() else None)
+                    self._send(200, 'image/jpeg', jpeg)
                 else:
                     self._send(404, 'text/plain', b'not found')
 

@@ -205,7 +205,8 @@ def camera_jpeg(
     scale applied (for annotations drawn in the original pixels)."""
     h, w = image.shape[:2]
     scale = min(1.0, width / float(w))
-    small = cv2.resize(image, (round(w * scale), round(h * scale)), interpolation=cv2.INTER_AREA)
+    # Bilinear: a third of the area filter's time on a 1080p frame, and a thumbnail's quality.
+    small = cv2.resize(image, (round(w * scale), round(h * scale)), interpolation=cv2.INTER_LINEAR)
     if encoding == 'rgb8':
         small = cv2.cvtColor(small, cv2.COLOR_RGB2BGR)
     ok, buf = cv2.imencode(
@@ -214,6 +215,59 @@ def camera_jpeg(
     if not ok:
         raise ValueError('JPEG encoding failed')
     return buf.tobytes(), scale
+
+
+def camera_boxes(
+    msg: Any,
+    rects: npt.NDArray[np.float64],
+    shown: npt.NDArray[np.bool_],
+    stamp_ns: int,
+) -> fm.ImageAnnotations:
+    """The tracks of an ``ObjectArray`` as rectangles on the camera image stamped ``stamp_ns``
+    (``rects``: u0, v0, u1, v1 in the image's pixels, :func:`rt_fusion.core.camera.image_boxes`;
+    only the ``shown`` ones), each with its id and class, coloured by class."""
+    stamp = fm.Timestamp(stamp_ns // 10**9, stamp_ns % 10**9)
+    points, texts = [], []
+    for o, (u0, v0, u1, v1), show in zip(msg.objects, rects, shown, strict=True):
+        if not show:
+            continue
+        cls = int(o.object_class)
+        colour = _colour(cls, 1.0)
+        corners = ((u0, v0), (u1, v0), (u1, v1), (u0, v1))
+        points.append(
+            fm.PointsAnnotation(
+                timestamp=stamp,
+                type=fm.PointsAnnotationType.LineLoop,
+                points=[fm.Point2(x=float(u), y=float(v)) for u, v in corners],
+                outline_color=colour,
+                thickness=2.0,
+            )
+        )
+        name = CLASS_NAMES[cls] if 0 <= cls < len(CLASS_NAMES) else str(cls)
+        texts.append(
+            fm.TextAnnotation(
+                timestamp=stamp,
+                position=fm.Point2(x=float(u0), y=float(max(v0 - 2.0, 12.0))),
+                text=f'{int(o.id)} {name}',
+                font_size=12.0,
+                text_color=fm.Color(r=1.0, g=1.0, b=1.0, a=1.0),
+                background_color=_colour(cls, 0.7),
+            )
+        )
+    return fm.ImageAnnotations(timestamp=stamp, points=points, texts=texts)
+
+
+def object_boxes(msg: Any) -> npt.NDArray[np.float64]:
+    """An ``ObjectArray``'s objects as boxes (N, 7: x, y, z of the bottom, length, width,
+    height, yaw), :func:`rt_fusion.core.camera.box_corners`' layout."""
+    return np.array(
+        [
+            (o.position.x, o.position.y, o.position.z, o.size.x, o.size.y, o.size.z,
+             o.yaw if math.isfinite(o.yaw) else 0.0)
+            for o in msg.objects
+        ],
+        np.float64,
+    ).reshape(-1, 7)  # fmt: skip
 
 
 def camera_image(jpeg: bytes, stamp_ns: int) -> fm.CompressedImage:
