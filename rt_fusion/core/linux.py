@@ -225,11 +225,13 @@ def can_udp_port() -> int:
     return random.randint(4000, 7399)
 
 
-def nice_process(niceness: int) -> int:
-    """Lowers this process's CPU priority to ``niceness`` (0..19): every thread it has now (on
-    Linux each thread has its own nice value, and ``os.nice`` sets only the caller's) and, as
-    threads inherit their creator's, those they start later. Returns how many threads were
-    set; a thread that ended meanwhile is skipped.
+def nice_process(niceness: int, idle: bool = False) -> int:
+    """Lowers this process's CPU priority to ``niceness`` (0..19), and with ``idle`` puts it
+    under ``SCHED_IDLE`` (it runs only on CPU time no normal task wants; a normal task that
+    wakes takes the CPU from it at once): every thread it has now (on Linux each thread has its
+    own, and ``os.nice`` sets only the caller's) and, as threads inherit their creator's, those
+    they start later. Returns how many threads were set; a thread that ended meanwhile is
+    skipped.
 
     Raises:
         ValueError: ``niceness`` outside 0..19 (raising a priority is not this function's job).
@@ -240,6 +242,8 @@ def nice_process(niceness: int) -> int:
     for tid in os.listdir('/proc/self/task'):
         try:
             os.setpriority(os.PRIO_PROCESS, int(tid), niceness)
+            if idle:
+                os.sched_setscheduler(int(tid), os.SCHED_IDLE, os.sched_param(0))
         except (ProcessLookupError, PermissionError):
             continue
         done += 1

@@ -26,7 +26,7 @@ from typing import Any
 
 from rt_fusion.inference.spec import InputMismatchError, ModelSpec, TensorSpec
 
-BACKENDS = ('onnxruntime', 'torch', 'tensorrt')
+BACKENDS = ('onnxruntime', 'torch', 'tensorrt', 'recorded')  # recorded: benchmarks
 
 
 class RunHandle:

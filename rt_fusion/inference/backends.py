@@ -30,4 +30,8 @@ def create(kind: str, spec: ModelSpec, **options: Any) -> Backend:
         from rt_fusion.inference.tensorrt_backend import TensorRTBackend  # noqa: PLC0415
 
         return TensorRTBackend(spec, **options)
+    if kind == 'recorded':
+        from rt_fusion.inference.recorded_backend import RecordedBackend  # noqa: PLC0415
+
+        return RecordedBackend(spec, **options)
     raise ModelLoadError(f'unknown inference backend {kind!r}; one of {BACKENDS}')

@@ -43,6 +43,8 @@ class FrameRunner:
             (:mod:`rt_fusion.core.perception.zoom`, far objects at ``zoom`` times the scale);
             ``run`` then returns :class:`Views`. Only with a decoder, and only for frames large
             enough (:attr:`zoom_note` says why a frame size has none).
+        recording: the ``recorded`` backend's file of network outputs (benchmarks:
+            :mod:`rt_fusion.inference.recorded_backend`; no preprocessing then).
         mirror: each view also goes through the network mirrored left to right (its input
             mirrored in place after the first pass); ``run`` then returns
             :class:`~rt_fusion.core.perception.mirror.Mirrored`, whose detections
@@ -63,6 +65,7 @@ class FrameRunner:
         warm: bool = True,
         zoom: float = 1.0,
         mirror: bool = False,
+        recording: str = '',
     ) -> None:
         self.spec: ModelSpec = load_spec(spec_path)
         self.mirror = mirror and self.spec.decoder is not None
@@ -73,6 +76,8 @@ class FrameRunner:
         options: dict[str, Any] = {'device': device}
         if threads:
             options['threads'] = threads
+        if backend == 'recorded':
+            options['recording'] = recording
         # Any: the CUDA path uses members only the CUDA backends have (stream, run_to_host).
         self.model: Any = cast(Any, backends.create(backend, self.spec, **options))
         self.cuda = str(getattr(self.model, 'device', 'cpu')).startswith('cuda')
@@ -273,6 +278,11 @@ class FrameRunner:
         still_valid: Callable[[], bool],
     ) -> Any:
         """One view of a frame through preprocessing and the network (False: torn)."""
+        select = getattr(self.model, 'select', None)
+        if select is not None:  # recorded outputs (rt_fusion.inference.recorded_backend)
+            select(image)
+        if getattr(self.model, 'replays', False):  # ... replayed: no input to prepare
+            return self._network_out() if still_valid() else False
         if pre is self._zoom_pre and isinstance(pre, TorchPreprocessor):
             pre.replay()  # the full view's upload of this frame, cropped on the device
         elif isinstance(pre, TorchPreprocessor):

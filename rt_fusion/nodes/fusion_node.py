@@ -36,7 +36,7 @@ from typing import Any, ClassVar
 
 from geometry_msgs.msg import TwistStamped
 from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
-from rt_fusion_msgs.msg import Lineage, ObjectArray, RadarObjects
+from rt_fusion_msgs.msg import RadarObjects
 from sensor_msgs.msg import Imu
 from std_msgs.msg import Float64, UInt64
 
@@ -49,7 +49,7 @@ from rt_fusion.core.sync import AlignedFrame, Aligner
 from rt_fusion.inference.runner import FrameRunner
 from rt_fusion.inference.spec import ModelError
 from rt_fusion.ros import lifecycle, parameters, radar_tracks, running
-from rt_fusion.ros.conversions import time_to_ns
+from rt_fusion.ros.conversions import ns_to_time, time_to_ns
 from rt_fusion.ros.diagnostics import Level, NodeDiagnostics
 from rt_fusion.ros.fusion import inputs, messages
 from rt_fusion.ros.fusion.params import (
@@ -62,7 +62,6 @@ from rt_fusion.ros.fusion.params import (
 from rt_fusion.ros.fusion.rig import CameraRig, ExtraCamera, extra_cameras
 from rt_fusion.ros.fusion.worker import PREFAULT_IDLE_S, FrameWorker, Processed, make_runner
 from rt_fusion.ros.hearing_input import HearingInput
-from rt_fusion.ros.qos import OVERRIDABLE
 from rt_fusion.ros.shm_transport import ShmSubscription
 
 
@@ -134,9 +133,7 @@ class FusionNode(lifecycle.DeviceNode):
         reliable = QoSProfile(
             depth=1000 if p.ack_topic else 10, reliability=ReliabilityPolicy.RELIABLE
         )
-        self.obj_pub = self.create_lifecycle_publisher(
-            ObjectArray, '~/out/objects', reliable, qos_overriding_options=OVERRIDABLE
-        )
+        self.objects_out = messages.ObjectsOut(self, reliable, p.base_frame, p.serialized_objects)
         odom_qos = reliable if p.ack_topic else qos_profile_sensor_data
         self.pose = messages.PoseOut(self, odom_qos, p.odom_frame, p.base_frame, p.publish_tf)
         self.views = messages.ViewsOut(self, reliable, p.base_frame)  # RViz, Foxglove
@@ -351,26 +348,23 @@ class FusionNode(lifecycle.DeviceNode):
 
     def _publish(self, aligned: AlignedFrame, released_ns: int, done: Processed) -> None:
         t0 = time.perf_counter_ns()
-        p, fused = self.params, done.fused
-        arr = messages.objects_msg(fused, p.base_frame, released_ns)
-        self.pose.fill(fused.ego, arr.header.stamp)
+        fused = done.fused
+        self.objects_out.build(fused, released_ns, {
+            'capture_ns': aligned.stamp_ns,
+            'committed_ns': int(getattr(getattr(aligned.frame, 'desc', None), 'available_ns', 0)),
+            'received_ns': released_ns - aligned.waited_ns,
+            'inputs_complete_ns': released_ns,
+            'inference_done_ns': done.inference_done_ns,
+        })  # fmt: skip
+        self.pose.fill(fused.ego, ns_to_time(fused.stamp_ns))
         t1 = time.perf_counter_ns()
         self.pose.publish()  # first: the planner transforms the objects with the odometry
         t2 = time.perf_counter_ns()
-        arr.published_ns = time.time_ns()
-        arr.lineage = Lineage(
-            capture_ns=aligned.stamp_ns,
-            committed_ns=int(getattr(getattr(aligned.frame, 'desc', None), 'available_ns', 0)),
-            received_ns=released_ns - aligned.waited_ns,
-            inputs_complete_ns=released_ns,
-            inference_done_ns=done.inference_done_ns,
-            published_ns=arr.published_ns,
-        )
-        self.obj_pub.publish(arr)
+        published_ns = self.objects_out.publish()
         t3 = time.perf_counter_ns()
         self.views.publish(fused)  # built only while subscribed
         assert self.work is not None
-        self.work.published(released_ns, arr.published_ns, (t1 - t0, t2 - t1, t3 - t2))
+        self.work.published(released_ns, published_ns, (t1 - t0, t2 - t1, t3 - t2))
 
     def _publish_diagnostics(self) -> None:
         if self.work is None:

@@ -4,8 +4,9 @@ It serves a Foxglove WebSocket (foxglove-sdk; ``ws://<host>:<port>``, by default
 ``ws://127.0.0.1:8765``, what the Foxglove app's "Open connection" offers) with these channels,
 built from the graph's topics (:mod:`rt_fusion.ros.viewer.scene`):
 
-- ``/camera/out/image`` (``foxglove.CompressedImage``): the front camera, read from its
-  shared-memory ring (never through the fusion), downscaled to ``camera_width`` and JPEG-encoded
+- ``/camera/out/image`` (``foxglove.CompressedImage``): the front camera, sampled from its
+  shared-memory ring (never through the fusion; its descriptors taken only until the first
+  frame names the ring), downscaled to ``camera_width`` and JPEG-encoded
   at most ``camera_rate_hz`` times a second (named as its ROS topic, as in a recording);
   ``/camera/out/image/annotations`` (``foxglove.ImageAnnotations``, same stamp): the fused
   tracks of that frame drawn on it, their boxes projected through the camera's ``CameraInfo``
@@ -32,6 +33,7 @@ import sys
 import time
 from typing import Any, ClassVar
 
+import cv2
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rt_fusion_msgs.msg import AudioEvent, ObjectArray, RadarObjects, Trajectory
@@ -42,6 +44,7 @@ from rt_fusion.core import camera as camera_model
 from rt_fusion.core import linux, rotation
 from rt_fusion.core.errors import ParameterError, RtFusionError
 from rt_fusion.core.params import param
+from rt_fusion.core.shm import FrameView, ShmError, ShmRingReader
 from rt_fusion.ros import graph, lifecycle, parameters, running
 from rt_fusion.ros.diagnostics import Level, NodeDiagnostics
 from rt_fusion.ros.shm_transport import Received, ShmSubscription
@@ -100,9 +103,14 @@ class ViewerParams:
     )
     nice: int = param(
         'CPU niceness of the viewer process (0..19): it yields the cores to the graph',
-        default=10,
+        default=19,
         low=0,
         high=19,
+    )
+    idle_priority: bool = param(
+        'run under SCHED_IDLE: only on CPU time the graph leaves (a loaded machine shows the '
+        'view late rather than the graph run late); false: nice alone',
+        default=True,
     )
     client_backlog: int = param(
         'messages queued per client before the server drops (a client that does not read)',
@@ -223,12 +231,17 @@ class ViewerNode(lifecycle.DeviceNode):
             self.create_subscription(kind, topic, self._forward(channel, convert, also), qos)
         self.create_subscription(CameraInfo, graph.CAMERA_INFO_TOPIC, self._on_camera_info, quiet)
         self.camera: ShmSubscription | None = None
-        if p.camera_rate_hz > 0:
-            self.camera = ShmSubscription(self, graph.CAMERA_TOPIC, self._on_frame, depth=2)
+        self.ring: ShmRingReader | None = None
+        self._ring_timer: Any = None
+        self._sampled = -1
+        if p.camera_rate_hz > 0:  # its first frame names the ring; then sampled from the ring
+            self.camera = ShmSubscription(self, graph.CAMERA_TOPIC, self._on_first, depth=1)
         self.diag = NodeDiagnostics(self, 'viewer')
         self.create_timer(1.0, self._publish_diagnostics)
-        # Last: every thread there is now (DDS, the servers) yields to the graph's processes.
-        linux.nice_process(p.nice)
+        # Last: every thread there is now (DDS, the servers) yields to the graph's processes;
+        # OpenCV resizes and encodes on this one thread, not in bursts over every core.
+        cv2.setNumThreads(1)
+        linux.nice_process(p.nice, idle=p.idle_priority)
 
     def _publish_diagnostics(self) -> None:
         """What went out on each channel, and the camera frames that could not be shown."""
@@ -323,6 +336,44 @@ class ViewerNode(lifecycle.DeviceNode):
             self.state.set_camera(stamp, jpeg, (width, height), boxes)
             self._page_camera_at = time.monotonic()
 
+    def _on_first(self, frame: Received, path: str) -> None:
+        """The camera's first frame: its ring is sampled from now on (:meth:`_sample`), and the
+        descriptors are no longer taken (the camera's publisher then sends them to the fusion
+        alone, and this node wakes at its own rate, not the camera's). A camera on another
+        host (full images, no ring) stays on the subscription."""
+        if path == 'ros' or not frame.desc.segment or self._ring_timer is not None:
+            self._on_frame(frame, path)
+            return
+        try:
+            self.ring = ShmRingReader.attach(frame.desc.segment)
+        except ShmError as err:
+            self.get_logger().warning(f'camera ring not sampled ({err}): frame by frame')
+            self._on_frame(frame, path)
+            return
+        self._ring_timer = self.create_timer(1.0 / self.p.camera_rate_hz, self._sample)
+
+    def _sample(self) -> None:
+        """The ring's newest frame, at ``camera_rate_hz``."""
+        if self.camera is not None:  # not in its own callback: the subscription goes here
+            self.camera.destroy()
+            self.camera = None
+        ring = self.ring
+        if ring is None:
+            return
+        if ring.replaced():  # the camera restarted: its new ring of the same name
+            try:
+                self.ring = ring = ShmRingReader.attach(ring.name)
+                self._sampled = -1
+            except ShmError:
+                return  # not back yet
+        newest = ring.commits - 1
+        if newest < 0 or newest == self._sampled:
+            return
+        self._sampled = newest
+        got = ring.read_sequence(newest)
+        if isinstance(got, FrameView):
+            self._on_frame(got, 'ring')
+
     def _on_frame(self, frame: Received, _path: str) -> None:
         """A camera frame: sampled at ``camera_rate_hz``, downscaled, JPEG, on its channel."""
         now = time.monotonic()
@@ -359,6 +410,12 @@ class ViewerNode(lifecycle.DeviceNode):
 
     def cleanup(self) -> None:
         """Stops the server and closes the channels."""
+        if self._ring_timer is not None:
+            self.destroy_timer(self._ring_timer)
+            self._ring_timer = None
+        if self.ring is not None:
+            self.ring.close()
+            self.ring = None
         if self.camera is not None:
             self.camera.destroy()
             self.camera = None

@@ -194,13 +194,16 @@ def centernet_peaks(heads: npt.NDArray[Any], spec: DecoderSpec) -> F32:
     cls_i, ys, xs = np.nonzero(heat >= logit)
     if cls_i.size == 0:
         return np.zeros((0, 4 + spec.channels - nc), np.float32)
-    padded = np.pad(heat, ((0, 0), (1, 1), (1, 1)), constant_values=-np.inf)
+    # Each candidate against its neighbours inside the map (no padded copy of the whole head:
+    # an edge neighbour clamps onto the candidate itself, which it always equals).
+    h, w = heat.shape[1:]
     value = heat[cls_i, ys, xs]
     peak = np.ones(len(value), bool)
-    for dy in (0, 1, 2):
-        for dx in (0, 1, 2):
-            if dy != 1 or dx != 1:
-                peak &= value >= padded[cls_i, ys + dy, xs + dx]
+    for dy in (-1, 0, 1):
+        yy = np.clip(ys + dy, 0, h - 1)
+        for dx in (-1, 0, 1):
+            if dy or dx:
+                peak &= value >= heat[cls_i, yy, np.clip(xs + dx, 0, w - 1)]
     cls_i, ys, xs, value = cls_i[peak], ys[peak], xs[peak], value[peak]
     order = np.argsort(-value, kind='stable')[: spec.top_k]
     cls_i, ys, xs, value = cls_i[order], ys[order], xs[order], value[order]

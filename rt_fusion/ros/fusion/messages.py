@@ -4,13 +4,16 @@ the ``odom → base_link`` transform on ``/tf``, radar objects in as the fusion 
 from __future__ import annotations
 
 import math
+import time
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 from builtin_interfaces.msg import Time
 from geometry_msgs.msg import TransformStamped
 from nav_msgs.msg import Odometry
 from rclpy.qos import QoSProfile, ReliabilityPolicy
-from rt_fusion_msgs.msg import Object, ObjectArray
+from rt_fusion_msgs.msg import Lineage, Object, ObjectArray
 from tf2_msgs.msg import TFMessage
 
 from rt_fusion.core.fusion import EgoState, FusedFrame, RadarObjectIn
@@ -57,6 +60,50 @@ def objects_msg(fused: FusedFrame, frame_id: str, inputs_complete_ns: int) -> Ob
     return arr
 
 
+def object_columns(fused: FusedFrame) -> dict[str, npt.NDArray[Any]]:
+    """The fields of :func:`objects_msg`'s objects as columns (:mod:`.cdr`'s names), the same
+    values, without a message object per object."""
+    objs = fused.objects
+    n = len(objs)
+    tracked = len(fused.velocity_std) == n
+    covs = len(fused.position_cov) == n
+
+    def col(attr: str, kind: Any = np.float64) -> npt.NDArray[Any]:
+        return np.fromiter((getattr(o, attr) for o in objs), kind, n)
+
+    cls = col('object_class', np.int64)
+    known = (cls >= 0) & (cls < len(CLASS_NAMES))
+    std = col('position_std')
+    vel_std = np.asarray(fused.velocity_std, np.float64) if tracked else np.zeros(n)
+    if covs:  # tracks: the filter's; untracked objects: isotropic from position_std
+        pc = np.asarray(fused.position_cov, np.float64).reshape(n, 3)
+        vc = np.asarray(fused.velocity_cov, np.float64).reshape(n, 3)
+    else:
+        pc = np.column_stack([std**2, np.zeros(n), std**2])
+        vc = np.column_stack([vel_std**2, np.zeros(n), vel_std**2])
+    return {
+        'id': col('id', np.int64),
+        'object_class': cls,
+        'class_probability': col('class_probability'),
+        'position': np.column_stack([col('x'), col('y'), np.zeros(n)]),
+        'yaw': col('yaw'),
+        'size': np.column_stack(
+            [col('length'), col('width'), np.asarray(CLASS_HEIGHT)[np.where(known, cls, 0)]]
+        ),
+        'velocity': np.column_stack([col('vx'), col('vy'), np.zeros(n)]),
+        'yaw_rate': np.asarray(fused.yaw_rate, np.float64) if covs else np.zeros(n),
+        'position_std': std,
+        'velocity_std': vel_std,
+        'position_covariance': pc[:, [0, 1, 1, 2]],
+        'velocity_covariance': vc[:, [0, 1, 1, 2]],
+        'sources': col('sources', np.int64),
+        'existence_probability': (
+            np.asarray(fused.existence, np.float64) if tracked else np.ones(n)
+        ),
+        'age_s': np.asarray(fused.age_s, np.float64) if tracked else np.zeros(n),
+    }
+
+
 def fill_odometry(odom: Any, ego: EgoState, stamp: Time, odom_frame: str, base_frame: str) -> None:
     """The ego's dead-reckoned pose and twist into a ``nav_msgs/Odometry`` (reused: its
     covariance arrays are not rebuilt every frame)."""
@@ -95,6 +142,45 @@ def radar_objects_in(objects: Any) -> tuple[list[RadarObjectIn], int]:
         )
         for o in finite
     ], len(objects) - len(finite)
+
+
+class ObjectsOut:
+    """``~/out/objects``: each fused frame's ``ObjectArray``, written as CDR bytes from columns
+    (:mod:`.cdr`; ``serialized``) or built as a message object by object (:func:`objects_msg`),
+    with the node's times and the frame's lineage; ``published_ns`` set as it goes out."""
+
+    def __init__(self, node: Any, qos: Any, frame_id: str, serialized: bool) -> None:
+        from rt_fusion.ros.fusion.cdr import ObjectArrayWriter  # noqa: PLC0415
+
+        self.pub = node.create_lifecycle_publisher(
+            ObjectArray, '~/out/objects', qos, qos_overriding_options=OVERRIDABLE
+        )
+        self.frame_id = frame_id
+        self.writer = ObjectArrayWriter(frame_id) if serialized else None
+        self.msg: ObjectArray | None = None
+
+    def build(self, fused: FusedFrame, inputs_complete_ns: int, lineage: dict[str, int]) -> None:
+        """The message of ``fused`` (``lineage``: Lineage's fields but ``published_ns``)."""
+        if self.writer is not None:
+            n = len(fused.objects)
+            self.writer.write(
+                fused.stamp_ns, object_columns(fused), n, inputs_complete_ns, lineage
+            )
+            return
+        self.msg = objects_msg(fused, self.frame_id, inputs_complete_ns)
+        self.msg.lineage = Lineage(**lineage)
+
+    def publish(self) -> int:
+        """Out, stamped with the time now; returns that time."""
+        published_ns = time.time_ns()
+        if self.writer is not None:
+            self.writer.set_published(published_ns)
+            self.pub.publish(self.writer.payload())
+        else:
+            assert self.msg is not None
+            self.msg.published_ns = self.msg.lineage.published_ns = published_ns
+            self.pub.publish(self.msg)
+        return published_ns
 
 
 class PoseOut:

@@ -27,7 +27,12 @@ class FusionNodeParams:
     backend: str = param(
         'inference backend',
         default='onnxruntime',
-        choices=('onnxruntime', 'torch', 'tensorrt', 'none'),
+        choices=('onnxruntime', 'torch', 'tensorrt', 'none', 'recorded'),
+    )
+    recorded_outputs: str = param(
+        'backend recorded: the .npz of network outputs it replays in order, in place of the '
+        'network (tools/bench_fusion_node.py: the node timed without the network)',
+        default='',
     )
     device: str = param('cpu, cuda or cuda:N', default='cpu')
     threads: int = param(
@@ -69,6 +74,12 @@ class FusionNodeParams:
         'detection rate instead of queueing frames until the queue bound drops them; counted '
         '(inference_skipped_behind)',
         default=False,
+    )
+    serialized_objects: bool = param(
+        '~/out/objects written as CDR bytes from columns (rt_fusion.ros.fusion.cdr) and '
+        'published serialized; false: a message object built object by object (the same bytes; '
+        'tools/bench_fusion_node.py compares the two)',
+        default=True,
     )
     camera_transport: str = param(
         'auto: the shared-memory ring (zero copy) where it is reachable, else the full '

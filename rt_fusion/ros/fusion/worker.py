@@ -288,8 +288,10 @@ class FrameWorker:
             'latency_p50_us': round(lat.p50_us, 1) if lat.count else '',
             'latency_p99_us': round(lat.p99_us, 1) if lat.count else '',
             'inference_p99_us': round(inf.p99_us, 1) if inf.count else '',
+            'latency_max_us': round(lat.max_us, 1) if lat.count else '',
             'stages_p50_us': ', '.join(f'{n} {sm.p50_us:.0f}' for n, sm in stages.items()),
             'stages_p99_us': ', '.join(f'{n} {sm.p99_us:.0f}' for n, sm in stages.items()),
+            'stages_max_us': ', '.join(f'{n} {sm.max_us:.0f}' for n, sm in stages.items()),
             'camera_overruns': cam.overruns if cam else '',
             'ego_speed_mps': round(engine.ego.v, 3),
             'ego_speed_std_mps': round(engine.ego.v_std, 3),
@@ -324,6 +326,9 @@ class FrameWorker:
             )
         values.update(self.frame_ledger())
         values.update(self.rig.diagnostics())
+        missed = getattr(self.runner.model, 'missed', None) if self.runner is not None else None
+        if missed is not None:  # the recorded backend: views it had no output for
+            values['recorded_missed'] = missed
         return values
 
 
@@ -335,6 +340,8 @@ def make_runner(p: FusionNodeParams, rt: realtime.RealtimeParams, logger: Any) -
         ParameterError: the model cannot be loaded.
     """
     spec_path = share.resolve_share(p.model)
+    if p.backend == 'recorded' and not p.recorded_outputs:
+        raise ParameterError('recorded_outputs', '', 'backend recorded replays this file: none')
     threads = p.threads
     if rt.rt_priority > 0 and p.device == 'cpu' and threads != 1:
         # The worker is SCHED_FIFO; the backend's pool threads are not (ONNX Runtime pins
@@ -351,7 +358,7 @@ def make_runner(p: FusionNodeParams, rt: realtime.RealtimeParams, logger: Any) -
     try:
         runner = FrameRunner(
             spec_path, p.backend, p.device, threads, device_decode=p.device_decode,
-            warm=False, zoom=p.zoom, mirror=p.mirror,
+            warm=False, zoom=p.zoom, mirror=p.mirror, recording=p.recorded_outputs,
         )  # fmt: skip
         if runner.spec.decoder is None:
             runner.release()

@@ -70,6 +70,8 @@ class LiveOptions:
     cameras: int = 1  # a scenario's rig: 1 (front) or 4 (front, left, right, rear)
     viewer_port: int = 0  # the Foxglove live view of our run on this port (0: none)
     page_port: int = -1  # its operator page on this port (-1: none)
+    # More fusion parameters of a scenario run (a benchmark's: the recorded backend's file).
+    fusion: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def infer_period(self) -> float:
         """How often the fusion node runs the detector [s] (0: every frame)."""
@@ -176,6 +178,7 @@ def run_scenario(
         device=opts.device,
         infer_period_s=opts.infer_period(),
         cameras=opts.cameras,
+        more=opts.fusion,
     )
     recorder = Recorder('demo_recorder', cameras=opts.rig())
     launched = launching.LaunchedGraph(

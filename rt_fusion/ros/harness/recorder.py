@@ -32,6 +32,11 @@ from rt_fusion.core.evaluation.ledger import LINEAGE
 from rt_fusion.ros import compat, diagnostics, graph
 from rt_fusion.ros.conversions import message_class, quaternion_yaw, time_to_ns
 
+#: What the fusion node's diagnostics say of its own times and tracks (the benchmarks' rows).
+STAGE_KEYS = ('inference_p99_us', 'stages_p50_us', 'stages_p99_us', 'stages_max_us',
+              'latency_p50_us', 'latency_p99_us', 'latency_max_us', 'tracks_all',
+              'tracks_confirmed', 'inference_errors', 'recorded_missed')  # fmt: skip
+
 
 class Recorder:
     """Records a graph's outputs in this process; see the module docstring."""
@@ -239,11 +244,7 @@ class Recorder:
                 text = values.get(f'camera_{name}', '')
                 pairs = (item.rsplit(' ', 1) for item in text.split(', ') if ' ' in item)
                 self.extra_ledger[name] = {k: int(v) for k, v in pairs}
-            self.stages = {
-                k: values[k]
-                for k in ('inference_p99_us', 'stages_p50_us', 'stages_p99_us')
-                if k in values
-            }
+            self.stages = {k: values[k] for k in STAGE_KEYS if k in values}
 
     def _arrived(self, key: str, _msg: Any) -> None:
         self.arrivals[key].append(time.monotonic())

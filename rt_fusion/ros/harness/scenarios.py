@@ -7,8 +7,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 from rt_fusion.ros import params_file
 
@@ -84,12 +85,15 @@ def graph_params(
     device: str,
     infer_period_s: float,
     cameras: int = 1,
+    more: Mapping[str, Any] | None = None,
 ) -> Path:
     """The fusion and planner sections of ``config`` (config/replay.yaml) for one run, with the
     backend, device and detector period set, written to ``path``; ``cameras`` 4: the fusion
     takes the scenario's surround rig too (its mountings from ``sensors.MOUNTS``). A detector
     paced by ``infer_period_s`` (a CPU that cannot keep up with the camera) runs without the
     mirrored pass (``mirror``): a second pass per view would halve how often it looks.
+
+    ``more``: more fusion parameters, over the rest.
 
     ``conventional``: the fusion node takes the frames as sensor_msgs/Image over rclpy (the
     ``fusion_rclpy`` section, under the node name ``fusion``). SCHED_FIFO 50 for the planner
@@ -99,7 +103,7 @@ def graph_params(
 
     sections = params_file.load(config)
     fusion = dict(sections['fusion_rclpy' if conventional else 'fusion'])
-    fusion.update(backend=backend, device=device, infer_period_s=infer_period_s)
+    fusion.update(backend=backend, device=device, infer_period_s=infer_period_s, **(more or {}))
     if infer_period_s > 0.0:
         fusion['mirror'] = False
     if cameras > 1:
