@@ -199,3 +199,28 @@ def test_camera_to_vehicle_undoes_the_lens_before_it_places_a_detection() -> Non
     engine.set_decoder(DecoderSpec.from_dict({'type': 'centernet', 'classes': ['car']}, 'test'))
     block = engine.camera_block([by_depth], (0.0, 0.0, 0.0)).block
     assert block[0, 0:2] == pytest.approx([26.8, 14.0], abs=1e-3)
+
+
+def test_centernet_peaks_are_the_3x3_maxima_a_maximum_filter_finds() -> None:
+    """Against scipy's maximum filter on random heads, edges and plateaus included: every cell
+    over the threshold equal to the largest of its 3x3 neighbourhood (per class) is a peak."""
+    from scipy.ndimage import maximum_filter  # noqa: PLC0415
+
+    from rt_fusion.core.perception.decoders import centernet_peaks  # noqa: PLC0415
+
+    spec, heads = _centernet(score_threshold=0.3, top_k=10_000)
+    rng = np.random.default_rng(11)
+    for trial in range(30):
+        heat = rng.normal(-1.0, 1.5, (3, 6, 10)).astype(np.float32)
+        if trial % 3 == 0:
+            heat = np.round(heat)  # plateaus: equal neighbours are peaks together
+        heads[0, :3] = heat
+        rows = centernet_peaks(heads, spec)
+        logit = math.log(0.3 / 0.7)
+        top = maximum_filter(heat, size=(1, 3, 3), mode='constant', cval=-np.inf)
+        want = {
+            (int(c), int(y), int(x))
+            for c, y, x in zip(*np.nonzero((heat >= logit) & (heat == top)), strict=True)
+        }
+        got = {(int(r[0]), int(r[1]), int(r[2])) for r in rows}
+        assert got == want, trial

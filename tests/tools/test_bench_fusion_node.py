@@ -17,7 +17,7 @@ pytestmark = pytest.mark.integration
 
 KEYS = {
     'node_p50_us', 'node_p99_us', 'node_max_us', 'cameras', 'objects', 'tracks',
-    'rclpy_node_p99_us', 'ratio_p99', 'lost',
+    'rclpy_node_p99_us', 'ratio_p99', 'lost', 'node_cpu_p50_us', 'node_cpu_p99_us',
 }  # fmt: skip
 
 

@@ -191,19 +191,23 @@ def centernet_peaks(heads: npt.NDArray[Any], spec: DecoderSpec) -> F32:
     # compared with its 8 neighbours only (cheaper than a full 3x3 maximum filter).
     logit = _logit(spec.score_threshold)
     heat = out[:nc]
-    cls_i, ys, xs = np.nonzero(heat >= logit)
-    if cls_i.size == 0:
+    # Flat indices (a 3-D nonzero costs ~5x as much on a 5x96x160 head), split by hand.
+    h, w = heat.shape[1:]
+    flat = np.flatnonzero(np.ascontiguousarray(heat).reshape(-1) >= logit)
+    if flat.size == 0:
         return np.zeros((0, 4 + spec.channels - nc), np.float32)
+    cls_i, rest = np.divmod(flat, h * w)
+    ys, xs = np.divmod(rest, w)
     # Each candidate against its neighbours inside the map (no padded copy of the whole head:
     # an edge neighbour clamps onto the candidate itself, which it always equals).
-    h, w = heat.shape[1:]
     value = heat[cls_i, ys, xs]
     peak = np.ones(len(value), bool)
-    for dy in (-1, 0, 1):
-        yy = np.clip(ys + dy, 0, h - 1)
-        for dx in (-1, 0, 1):
-            if dy or dx:
-                peak &= value >= heat[cls_i, yy, np.clip(xs + dx, 0, w - 1)]
+    rows_ = (np.maximum(ys - 1, 0), ys, np.minimum(ys + 1, h - 1))
+    cols_ = (np.maximum(xs - 1, 0), xs, np.minimum(xs + 1, w - 1))
+    for dy, yy in enumerate(rows_):
+        for dx, xx in enumerate(cols_):
+            if dy != 1 or dx != 1:
+                peak &= value >= heat[cls_i, yy, xx]
     cls_i, ys, xs, value = cls_i[peak], ys[peak], xs[peak], value[peak]
     order = np.argsort(-value, kind='stable')[: spec.top_k]
     cls_i, ys, xs, value = cls_i[order], ys[order], xs[order], value[order]

@@ -63,6 +63,10 @@ class FrameWorker:
         self.input_hw = runner.input_hw if runner is not None else DEFAULT_INPUT_HW
         self.latency = LatencyRecorder(DIAG_WINDOW, wrap=True)
         self.infer_ns = LatencyRecorder(DIAG_WINDOW, wrap=True)
+        # The worker thread's own CPU time per frame, released -> published (the rest of the
+        # wall time is waiting for a core: a busy machine's share, not this code's).
+        self.cpu_ns = LatencyRecorder(DIAG_WINDOW, wrap=True)
+        self._cpu0 = 0
         # Where a frame's time goes after inference: fusion, message building, the two publishes.
         self.stage_ns = {name: LatencyRecorder(DIAG_WINDOW, wrap=True) for name in STAGES}
         self.frames = self.torn = self.inference_errors = self.infer_skipped = 0
@@ -133,6 +137,7 @@ class FrameWorker:
 
     def process(self, aligned: AlignedFrame, behind: bool = False) -> Processed:
         """Fuses one released frame; ``behind``: newer frames wait behind it."""
+        self._cpu0 = time.thread_time_ns()
         t0 = time.perf_counter_ns()
         camera = 'camera' not in aligned.missing
         skip = self._skip(aligned, camera, behind)
@@ -232,6 +237,7 @@ class FrameWorker:
         """A fused frame went out: its latency, and its message building and publishing
         times (messages, odometry, objects)."""
         self.latency.record(published_ns - released_ns)
+        self.cpu_ns.record(time.thread_time_ns() - self._cpu0)  # the worker's thread: same
         self.frames += 1
         for name, ns in zip(('messages', 'odometry', 'objects'), stages_ns, strict=True):
             self.stage_ns[name].record(ns)
@@ -271,7 +277,7 @@ class FrameWorker:
 
     def diagnostics(self) -> dict[str, Any]:
         """The worker's and the fusion core's values for ``/diagnostics``."""
-        lat, inf = self.latency.summary(), self.infer_ns.summary()
+        lat, inf, cpu = self.latency.summary(), self.infer_ns.summary(), self.cpu_ns.summary()
         # each stage summarised once (a summary sorts up to 100,000 samples)
         stages = {n: sm for n, r in self.stage_ns.items() if (sm := r.summary()).count}
         cam = self.camera.stats if self.camera is not None else None
@@ -289,6 +295,7 @@ class FrameWorker:
             'latency_p99_us': round(lat.p99_us, 1) if lat.count else '',
             'inference_p99_us': round(inf.p99_us, 1) if inf.count else '',
             'latency_max_us': round(lat.max_us, 1) if lat.count else '',
+            'cpu_us': f'{cpu.p50_us:.0f} {cpu.p99_us:.0f} {cpu.max_us:.0f}' if cpu.count else '',
             'stages_p50_us': ', '.join(f'{n} {sm.p50_us:.0f}' for n, sm in stages.items()),
             'stages_p99_us': ', '.join(f'{n} {sm.p99_us:.0f}' for n, sm in stages.items()),
             'stages_max_us': ', '.join(f'{n} {sm.max_us:.0f}' for n, sm in stages.items()),
