@@ -144,6 +144,9 @@ class ViewerNode(lifecycle.DeviceNode):
         self._pending: dict[int, tuple[bytes, str, int, int]] = {}
         self._page_camera_at = 0.0
         self.slow = SlowClients()
+        self.camera: ShmSubscription | None = None  # (set at configure; cleanup may come first)
+        self.ring: ShmRingReader | None = None
+        self._ring_timer: Any = None
 
     def configure(self) -> None:
         """Starts the WebSocket server and its channels; subscribes to the graph."""
@@ -230,9 +233,6 @@ class ViewerNode(lifecycle.DeviceNode):
         for kind, topic, channel, convert, qos, also in subs:
             self.create_subscription(kind, topic, self._forward(channel, convert, also), qos)
         self.create_subscription(CameraInfo, graph.CAMERA_INFO_TOPIC, self._on_camera_info, quiet)
-        self.camera: ShmSubscription | None = None
-        self.ring: ShmRingReader | None = None
-        self._ring_timer: Any = None
         self._sampled = -1
         if p.camera_rate_hz > 0:  # its first frame names the ring; then sampled from the ring
             self.camera = ShmSubscription(self, graph.CAMERA_TOPIC, self._on_first, depth=1)

@@ -5,6 +5,7 @@ advertises, and receives messages on each that decode with the schema advertised
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import shutil
 import subprocess
@@ -201,3 +202,43 @@ def test_a_client_that_never_reads_is_reported_grows_nothing_and_slows_no_one(
         if s['name'].endswith('fusion')
     ]
     assert fusion and all(int(v.get('frames_overrun', '0')) == 0 for v in fusion), fusion
+
+
+def test_a_taken_port_is_named_and_without_foxglove_sdk_the_graph_runs_on(
+    tmp_path: Path, procs: ProcGroup
+) -> None:
+    pytest.importorskip('foxglove')
+    import socket  # noqa: PLC0415
+
+    if not launching.available() or not (VENV / 'lib' / 'rt_fusion' / 'replay_node').exists():
+        pytest.skip('launch/launch_ros or the ament layout missing: run make setup')
+    # A port another program holds: the node ends at once, naming the parameter (status 2).
+    with socket.socket() as taken:
+        taken.bind(('127.0.0.1', 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        node = procs.node('viewer_node', '-p', f'port:={port}', '-p', 'page_port:=-1')
+        assert node.wait(60) == 2, node.tail()
+    said = [x for x in node.tail(60).splitlines() if "parameter 'port'" in x]
+    assert said and f'= {port}' in said[-1] and 'in use' in said[-1], node.tail()
+    # foxglove-sdk missing (hidden by a module that fails to import, first on the path): with
+    # viewer:=true the bring-up leaves the viewer out, says why, and the graph fuses on.
+    hidden = tmp_path / 'nofox'
+    hidden.mkdir()
+    (hidden / 'foxglove.py').write_text("raise ImportError('No module named foxglove')\n")
+    bag = make_scenario(tmp_path / 'scenario', 'cut_in', 4, 14)
+    launch = procs.spawn(
+        [str(VENV / 'bin' / 'ros2'), 'launch', 'rt_fusion', 'replay.launch.py', f'bag:={bag}',
+         'loops:=0', 'viewer:=true', f'viewer_port:={free_port()}', 'viewer_page_port:=-1'],
+        'ros2 launch',
+        {'AMENT_PREFIX_PATH': str(VENV),
+         'PYTHONPATH': os.pathsep.join(filter(None, [str(hidden), procs.env.get('PYTHONPATH')]))},
+    )  # fmt: skip
+    echo = procs.echo(
+        '/fusion/out/objects', 'rt_fusion_msgs/msg/ObjectArray', '--count', '5', '--timeout',
+        '240',
+    )  # fmt: skip
+    _msgs, summary = echo.messages(300)
+    assert summary['received'] >= 5, launch.tail()
+    lines = [*launch.stderr, *list(launch.lines.queue)]
+    assert any('foxglove-sdk is not installed' in x for x in lines), launch.tail()
