@@ -194,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     outputs = record_outputs(bag, args.cameras, args.out / 'recorded_outputs.npz')
     opts = live.LiveOptions(
         args.out, int(args.seconds * 30), args.seconds, 3.0, 'recorded', 'cpu', 0.0,
-        args.cameras, fusion={'recorded_outputs': str(outputs)},
+        args.cameras, fusion={'recorded_outputs': str(outputs)}, wait_kernels=True,
     )  # fmt: skip
     phases = {'rt_fusion': False, 'plain rclpy': True} if args.compare else {'rt_fusion': False}
     if args.message_objects:

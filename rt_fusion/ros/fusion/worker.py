@@ -17,6 +17,7 @@ from rt_fusion.core import realtime
 from rt_fusion.core.errors import ParameterError
 from rt_fusion.core.fusion import FusedFrame, FusionEngine
 from rt_fusion.core.latency import DIAG_WINDOW, LatencyRecorder
+from rt_fusion.core.perception import track_kernels
 from rt_fusion.core.perception.decoders import CameraDetection, CameraGeometry
 from rt_fusion.core.perception.zoom import decode_views
 from rt_fusion.core.sync import AlignedFrame, Aligner
@@ -304,7 +305,8 @@ class FrameWorker:
             'ego_speed_std_mps': round(engine.ego.v_std, 3),
             'ego_speed_source': engine.ego.speed_source,
             'tracks_confirmed': int(tracks.is_confirmed.sum()),
-            'tracker_kernels': tracks.k.name,
+            # 'loading': numba's kernels still being loaded (frames meanwhile run numpy's)
+            'tracker_kernels': 'loading' if track_kernels.pending() else tracks.k.name,
             'camera_detections': len(engine.camera_detections),
             'tracks_all': len(tracks),
             'camera_births_vetoed': tracks.vetoed,

@@ -72,6 +72,9 @@ class LiveOptions:
     page_port: int = -1  # its operator page on this port (-1: none)
     # More fusion parameters of a scenario run (a benchmark's: the recorded backend's file).
     fusion: dict[str, Any] = dataclasses.field(default_factory=dict)
+    # Start the replay only once the fusion's compiled tracker kernels are loaded (a benchmark:
+    # its first frames would otherwise time the numpy kernels).
+    wait_kernels: bool = False
 
     def infer_period(self) -> float:
         """How often the fusion node runs the detector [s] (0: every frame)."""
@@ -206,6 +209,12 @@ def run_scenario(
     )
     try:
         _bring_up(recorder, launched, 120.0, logs / 'launch.log')
+        if opts.wait_kernels:
+            recorder.wait(
+                lambda: recorder.fusion_status.get('tracker_kernels', 'loading') != 'loading',
+                120.0,
+                launched.died,
+            )
         recorder.send_start(START_TOPIC)
         failed = follow(
             recorder,
