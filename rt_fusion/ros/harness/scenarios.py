@@ -4,6 +4,7 @@ kept between runs, and the fusion and planner parameters of one run.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -25,9 +26,9 @@ def scenario_bag(
 ) -> tuple[Path, float]:
     """The bag of scenario ``name`` (built-in under ``scenarios``, or a YAML path) with
     ``cameras`` cameras (1, or 4: the surround rig) of ``resolution`` (width, height),
-    generated into ``out`` once per name, length, resolution, cameras (seed 0) and generator
-    code (the scenario package's sources: a renderer fix regenerates it); returns it and the
-    ego's speed.
+    generated into ``out`` once per name, length, resolution, cameras (seed 0), generator code
+    (the scenario package's sources: a renderer fix regenerates it) and the scenario's content
+    (a YAML edited under the same name regenerates it too); returns it and the ego's speed.
 
     Raises:
         ScenarioError: an unknown scenario or a bad description.
@@ -47,7 +48,9 @@ def scenario_bag(
         'camera_size': list(resolution),
         'cameras': cameras,
     }
-    code = code_digest()
+    # The generator's code and the scenario's own content (a YAML edited under the same name).
+    described = hashlib.sha256(json.dumps(scenario, sort_keys=True, default=str).encode())
+    code = f'{code_digest()} {described.hexdigest()}'
     stamp = out / '.generator_code'
     fresh = (
         truth.exists()
