@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import os
 import subprocess
 import sys
 import threading
@@ -177,13 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not launching.available():
         raise SystemExit(f'bench_fusion_node: {launching.LaunchUnavailableError()}')
-    env = dict(
-        os.environ,
-        ROS_DOMAIN_ID=os.environ.get('ROS_DOMAIN_ID', '44'),
-        ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST',
-        PYTHONUNBUFFERED='1',
-    )
-    os.environ.update({k: env[k] for k in ('ROS_DOMAIN_ID', 'ROS_AUTOMATIC_DISCOVERY_RANGE')})
+    env = live.graph_env('44')
     args.out.mkdir(parents=True, exist_ok=True)
     scenario = args.out / f'crowd_{args.objects}_seed{args.seed}.yaml'
     scenario.write_text(yaml.safe_dump(crowd(args.objects, args.seed), sort_keys=False))

@@ -19,7 +19,6 @@ ours), the quality against the scenario's truth, where every camera frame went, 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
@@ -156,13 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     if not launching.available():
         raise SystemExit(f'demo: {launching.LaunchUnavailableError()}')
-    env = dict(
-        os.environ,
-        ROS_DOMAIN_ID=os.environ.get('ROS_DOMAIN_ID', '42'),
-        ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST',
-        PYTHONUNBUFFERED='1',
-    )
-    os.environ.update({k: env[k] for k in ('ROS_DOMAIN_ID', 'ROS_AUTOMATIC_DISCOVERY_RANGE')})
+    env = live.graph_env('42')
     args.out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     try:

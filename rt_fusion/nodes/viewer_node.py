@@ -386,7 +386,7 @@ class ViewerNode(lifecycle.DeviceNode):
         self._next_camera = now + 1.0 / p.camera_rate_hz
         desc = frame.desc
         try:
-            data, _scale = self.scene.camera_jpeg(
+            data, scale = self.scene.camera_jpeg(
                 frame.array, desc.encoding, p.camera_width, p.jpeg_quality
             )
         except Exception as err:  # noqa: BLE001 - an encoding OpenCV cannot take
@@ -398,7 +398,8 @@ class ViewerNode(lifecycle.DeviceNode):
         if out.has_sinks():
             out.log(self.scene.camera_image(data, desc.stamp_ns))
             self.sent[graph.VIEWER_CAMERA] += 1
-        width, height = _jpeg_size(frame.array.shape, p.camera_width)
+        h, w = frame.array.shape[:2]
+        width, height = round(w * scale), round(h * scale)  # as camera_jpeg resized it
         # Held for its frame's tracks (:meth:`_on_objects`); the page shows it without them
         # when they do not come (no fusion, no calibration yet) rather than freeze.
         self._pending[desc.stamp_ns] = (data, desc.frame_id, width, height)
@@ -429,13 +430,6 @@ class ViewerNode(lifecycle.DeviceNode):
         if self.page is not None:
             self.page.close()
             self.page = None
-
-
-def _jpeg_size(shape: tuple[int, ...], width: int) -> tuple[int, int]:
-    """The size of :func:`scene.camera_jpeg`'s thumbnail of a frame of ``shape``."""
-    h, w = shape[:2]
-    scale = min(1.0, width / float(w))
-    return round(w * scale), round(h * scale)
 
 
 def main(args: list[str] | None = None) -> int:

@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -114,19 +115,29 @@ def test_a_foxglove_client_gets_every_channel_during_a_replay(
     browser = shutil.which('chromium-headless-shell') or shutil.which('chromium')
     if browser is None:
         pytest.skip('no headless Chromium (make setup installs chromium-headless-shell)')
-    dom = subprocess.run(
-        [browser, '--no-sandbox', '--disable-gpu', '--virtual-time-budget=4000', '--dump-dom',
-         f'http://127.0.0.1:{page}/'],
-        capture_output=True, text=True, timeout=120, check=False,
-    ).stdout  # fmt: skip
+
+    def boxed(dom: str) -> bool:  # the camera thumbnail shown has its tracks drawn
+        drawn = re.search(r'id="camera-boxes"[^>]*data-boxes="(\d+)"', dom)
+        return drawn is not None and int(drawn.group(1)) > 0
+
+    # A thumbnail whose frame's tracks came late shows without boxes for a while (the viewer
+    # runs on CPU time the graph leaves): on a busy machine, load the page again until one has.
+    end = time.monotonic() + 240
+    while True:
+        dom = subprocess.run(
+            [browser, '--no-sandbox', '--disable-gpu', '--virtual-time-budget=4000',
+             '--dump-dom', f'http://127.0.0.1:{page}/'],
+            capture_output=True, text=True, timeout=120, check=False,
+        ).stdout  # fmt: skip
+        if boxed(dom) or time.monotonic() > end:
+            break
     assert 'class="ok">perception alive' in dom, dom[-2000:]
     tracks = re.search(r'id="track-count">(\d+)<', dom)
     assert tracks is not None and int(tracks.group(1)) > 0, dom[-2000:]
     assert re.search(r'id="p99">[0-9.]+<', dom), dom[-2000:]
     assert re.search(r'<td>[^<]*fusion[^<]*</td>', dom), dom[-2000:]
     assert re.search(r'<img id="camera"[^>]*src="/camera.jpg\?stamp=\d+', dom), dom[-2000:]
-    drawn = re.search(r'id="camera-boxes"[^>]*data-boxes="(\d+)"', dom)
-    assert drawn is not None and int(drawn.group(1)) > 0, dom[-2000:]  # boxes on the camera
+    assert boxed(dom), dom[-2000:]  # boxes on the camera
     shot = tmp_path / 'operator_view.png'
     subprocess.run(
         [browser, '--no-sandbox', '--disable-gpu', '--hide-scrollbars', '--window-size=1280,760',

@@ -15,6 +15,7 @@ reported at once, with its last error line (:class:`LiveRunError`).
 from __future__ import annotations
 
 import dataclasses
+import os
 import socket
 import time
 from collections.abc import Callable, Mapping
@@ -54,6 +55,20 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(('127.0.0.1', 0))
         return int(probe.getsockname()[1])
+
+
+def graph_env(default_domain: str) -> dict[str, str]:
+    """The environment of a tool's graph: this one, with its ROS domain (``ROS_DOMAIN_ID`` if
+    set, else ``default_domain``), localhost discovery and unbuffered output; this process's
+    own domain and discovery set to the same."""
+    env = dict(
+        os.environ,
+        ROS_DOMAIN_ID=os.environ.get('ROS_DOMAIN_ID', default_domain),
+        ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST',
+        PYTHONUNBUFFERED='1',
+    )
+    os.environ.update({k: env[k] for k in ('ROS_DOMAIN_ID', 'ROS_AUTOMATIC_DISCOVERY_RANGE')})
+    return env
 
 
 @dataclasses.dataclass
