@@ -94,6 +94,20 @@ def wait_for(condition: Callable[[], bool], deadline_s: float = 60.0) -> bool:
     return False
 
 
+def ros2_cli(
+    ros2: Path, args: Sequence[str], env: dict[str, str], deadline_s: float = 90.0
+) -> subprocess.CompletedProcess[str]:
+    """``ros2 <args>`` (param get/set, ...) again while its own participant has not discovered
+    the node yet ('Node not found'), up to ``deadline_s``: a loaded machine can take long."""
+    end = time.monotonic() + deadline_s
+    while True:
+        out = subprocess.run(
+            [str(ros2), *args], env=env, capture_output=True, text=True, timeout=120, check=False
+        )
+        if 'Node not found' not in out.stderr or time.monotonic() > end:
+            return out
+
+
 def child_pids(pid: int) -> list[int]:
     """The children of process ``pid`` (from /proc)."""
     return [int(x) for x in Path(f'/proc/{pid}/task/{pid}/children').read_text().split()]

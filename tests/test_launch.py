@@ -27,6 +27,7 @@ from tests.conftest import (
     ProcGroup,
     log_excerpt,
     make_scenario,
+    ros2_cli,
     ros_env,
     shared_file,
 )
@@ -353,10 +354,9 @@ def test_use_sim_time_runs_the_graph_on_the_replay_s_clock(
     end = T0_NS + 10 * 10**9
     for t in [c['clock'] for c in ticks] + [m['header']['stamp'] for m in lists]:
         assert T0_NS <= t['sec'] * 10**9 + t['nanosec'] <= end, t
-    param = subprocess.run(
-        [str(ros2), 'param', 'get', '/fusion', 'use_sim_time'],
-        env={**procs.env, 'AMENT_PREFIX_PATH': str(VENV)},
-        capture_output=True, text=True, timeout=120, check=False,
+    param = ros2_cli(
+        ros2, ['param', 'get', '/fusion', 'use_sim_time'],
+        {**procs.env, 'AMENT_PREFIX_PATH': str(VENV)},
     )  # fmt: skip
     assert 'True' in param.stdout, param.stdout + param.stderr
     launch.stop(timeout_s=60.0)

@@ -17,7 +17,9 @@ onto the host timeline by a ClockMapper (identity up to the offset for SocketCAN
 log it maps the recording's clock onto now). The measurement counter is kept as sequence.
 
 Topics: ``~/out/objects`` (rt_fusion_msgs/RadarObjects), ``~/out/points``
-(sensor_msgs/PointCloud2: x, y, z, v_x, v_y, rcs per target), ``/diagnostics``.
+(sensor_msgs/PointCloud2: x, y, z, v_x, v_y, rcs per target), ``/diagnostics``. The outputs are
+best effort by default; ``qos_overrides.<topic>.publisher.*`` changes them (see
+:mod:`rt_fusion.ros.qos`).
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ from rt_fusion.core.protocols.ars408 import (
 from rt_fusion.ros import compat, lifecycle, parameters, radar_tracks, running
 from rt_fusion.ros.conversions import ns_to_time
 from rt_fusion.ros.diagnostics import Level, NodeDiagnostics
+from rt_fusion.ros.qos import OVERRIDABLE
 
 
 @dataclasses.dataclass(frozen=True)
@@ -215,12 +218,19 @@ class RadarNode(lifecycle.DeviceNode):
             '~/out/objects',
             qos_profile_sensor_data,
             event_callbacks=compat.publisher_events(matched=self._on_matched),
+            qos_overriding_options=OVERRIDABLE,
         )
         self.points_pub = self.create_lifecycle_publisher(
-            PointCloud2, '~/out/points', qos_profile_sensor_data
+            PointCloud2,
+            '~/out/points',
+            qos_profile_sensor_data,
+            qos_overriding_options=OVERRIDABLE,
         )
         self.tracks_pub = self.create_lifecycle_publisher(
-            radar_tracks.RadarTracks, '~/out/tracks', qos_profile_sensor_data
+            radar_tracks.RadarTracks,
+            '~/out/tracks',
+            qos_profile_sensor_data,
+            qos_overriding_options=OVERRIDABLE,
         )
         self.diag = NodeDiagnostics(self, 'ARS408')
         self.create_subscription(

@@ -9,14 +9,13 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import ros_context, ros_env
+from tests.conftest import ros2_cli, ros_context, ros_env
 
 ROS2 = Path(sys.prefix) / 'bin' / 'ros2'
 
@@ -59,19 +58,7 @@ def fusion() -> Iterator[tuple[Any, dict[str, str]]]:
 def _param_set(env: dict[str, str], name: str, value: str) -> subprocess.CompletedProcess[str]:
     if not ROS2.exists():
         pytest.skip('ros2 CLI not installed (make setup installs it from ../shared)')
-    # The CLI's own participant may not have discovered the node yet: again until it has.
-    end = time.monotonic() + 90.0
-    while True:
-        out = subprocess.run(
-            [str(ROS2), 'param', 'set', '/fusion', name, value],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-        if 'Node not found' not in out.stderr or time.monotonic() > end:
-            return out
+    return ros2_cli(ROS2, ['param', 'set', '/fusion', name, value], env)
 
 
 def test_ros2_param_set_changes_the_running_tracker(fusion: tuple[Any, dict[str, str]]) -> None:
