@@ -54,7 +54,12 @@ MODULE_TO_KEY = {
 # are in requirements-vehicle.txt (onnx: model export and tools/make_test_model.py only).
 # foxglove (foxglove-sdk): no rosdep key exists; the vehicle installs it from PyPI
 # (requirements-vehicle.txt) and viewer_node says so where it is missing.
-OPTIONAL = {'torch', 'tensorrt', 'pycuda', 'cuda', 'cupy', 'onnx2torch', 'onnx', 'foxglove'}
+# Imported only where present; iceoryx2 and zenoh only by the transport benchmark's peers
+# (tools/bench_transport.py --peers; no rosdep key, no aarch64 wheel).
+OPTIONAL = {
+    'torch', 'tensorrt', 'pycuda', 'cuda', 'cupy', 'onnx2torch', 'onnx', 'foxglove', 'iceoryx2',
+    'zenoh',
+}  # fmt: skip
 IMPORT_CHECK = 'import rclpy, rt_fusion, rt_fusion_msgs.msg; print(rt_fusion_msgs.msg.ShmFrame)'
 ROS_MODULES = {'rclpy', 'rcl_interfaces', 'rosidl_runtime_py', 'launch', 'launch_ros'}
 

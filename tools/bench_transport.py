@@ -44,6 +44,14 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument('--quick', action='store_true', help='1080p at 30 and 120 Hz, 2 s each')
+    parser.add_argument(
+        '--peers',
+        action='store_true',
+        help='rt_fusion against iceoryx2, Zenoh (shared memory) and rclpy: 1080p and 4K at '
+        '30 Hz, 1 and 4 readers, quiet and loaded (docs/transport.md)',
+    )
+    parser.add_argument('--readers', default='1,4', help='--peers: reader counts')
+    parser.add_argument('--loads', default='quiet,loaded', help='--peers: quiet and/or loaded')
     parser.add_argument('--paths', default=','.join(bt.PATHS), help='comma-separated subset')
     parser.add_argument('--out', type=Path, default=ROOT / 'results' / 'bench')
     parser.add_argument('--role', choices=('writer', 'reader'), help=argparse.SUPPRESS)
@@ -51,13 +59,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--plan', help=argparse.SUPPRESS)
     parser.add_argument('--fifo', help=argparse.SUPPRESS)
     parser.add_argument('--segment', help=argparse.SUPPRESS)
+    parser.add_argument('--reader-count', type=int, default=1, help=argparse.SUPPRESS)
+    parser.add_argument('--endpoint', default='', help=argparse.SUPPRESS)
+    parser.add_argument('--endpoints', default='', help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.role == 'writer':
-        bt.writer(args.path, json.loads(args.plan), args.fifo, args.segment)
+        endpoints = tuple(e for e in args.endpoints.split(',') if e)
+        bt.writer(
+            args.path, json.loads(args.plan), args.fifo, args.segment, args.reader_count, endpoints
+        )
         return 0
     if args.role == 'reader':
-        bt.reader(args.path, json.loads(args.plan), args.fifo, idle_s=3.0)
+        bt.reader(args.path, json.loads(args.plan), args.fifo, 3.0, args.segment, args.endpoint)
         return 0
+
+    if args.peers:
+        return _peers(args)
 
     from rich.progress import Progress  # noqa: PLC0415
 
@@ -146,6 +163,80 @@ def main(argv: list[str] | None = None) -> int:
         ratio_p99=p('ros', 'p99_us') / shm_p99 if shm_p99 > 0 else float('nan'),
         torn=torn,
         drops=drops,
+    )
+    return 0
+
+
+def _peers(args: argparse.Namespace) -> int:
+    """--peers: every path under every condition, a table per condition, a CDF grid, RESULT."""
+    from rich.progress import Progress  # noqa: PLC0415
+
+    from rt_fusion import report  # noqa: PLC0415
+    from rt_fusion.bench import comparison  # noqa: PLC0415
+
+    paths = [p for p in args.paths.split(',') if p] if args.paths != ','.join(bt.PATHS) else []
+    paths = paths or list(bt.PEER_PATHS)
+    readers = [int(n) for n in args.readers.split(',')]
+    loads = [w == 'loaded' for w in args.loads.split(',')]
+    plan = bt.scenarios(args.quick, peers=True)
+    with Progress(console=report.console, transient=True) as progress:
+        task = progress.add_task(
+            'bench_transport --peers', total=len(paths) * len(readers) * len(loads)
+        )
+
+        def step(what: str) -> None:
+            progress.update(task, description=what)
+            progress.advance(task)
+
+        cells = comparison.run(paths, plan, readers, loads, step)
+    panels: dict[str, dict[str, np.ndarray]] = {}
+    for cond in dict.fromkeys(c.condition for c in cells):
+        mine = sorted((c for c in cells if c.condition == cond), key=lambda c: paths.index(c.path))
+        rows = {c.path: c.summary for c in mine}
+        extra = {
+            c.path: {
+                'lost': f'{c.lost}/{c.sent}',
+                'CPU% w/r': f'{c.writer_cpu_pct:.0f}/{c.reader_cpu_pct:.0f}',
+            }
+            for c in mine
+        }
+        table = report.latency_table(f'commit -> view: {cond}', rows, baseline='fast', extra=extra)
+        report.console.print(table)
+        panels[cond] = {c.path: c.latency_ns for c in mine}
+    best = comparison.ours_at_or_below_every_peer(cells)
+    report.write_json(
+        args.out / 'transport_peers.json',
+        {
+            'plan': plan,
+            'versions': comparison.versions(),
+            'cells': [
+                {**{k: v for k, v in vars(c).items() if k != 'latency_ns'}, 'latency': c.summary}
+                for c in cells
+            ],
+        },
+    )
+    report.plot_latency_grid(args.out / 'transport_peers.png', panels)
+    report.console.print(
+        f'written: {args.out / "transport_peers.json"}, {args.out / "transport_peers.png"}'
+    )
+
+    def p99(path: str, readers: int, loaded: bool) -> float:
+        for c in cells:
+            if (c.path, c.size, c.readers, c.loaded) == (path, '1080p', readers, loaded):
+                return c.summary.p99_us if c.latency_ns.size else float('nan')
+        return float('nan')
+
+    values: dict[str, object] = {}
+    for n in readers:
+        for loaded in loads:
+            tag = f'{n}r{"_loaded" if loaded else ""}'
+            values.update({f'{path}_p99_us_{tag}': p99(path, n, loaded) for path in paths})
+    report.result_line(
+        **values,
+        fast_best=sum(best.values()),
+        conditions=len(best),
+        lost_rt_fusion=sum(c.lost for c in cells if c.path in comparison.OURS),
+        torn=sum(c.torn for c in cells if c.path in comparison.OURS),
     )
     return 0
 

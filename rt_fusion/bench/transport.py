@@ -5,21 +5,28 @@ rate, each frame stamped with its commit time; ``run_path`` runs one path and co
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
+import socket
 import struct
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-PATHS = ('shm', 'fast', 'ros', 'ros_large', 'floor')
+from rt_fusion.bench import peers
+
+PATHS = ('shm', 'fast', 'ros', 'ros_large', 'floor', 'iceoryx2', 'zenoh')
+
+#: What ``--peers`` compares: rt_fusion's two paths, the PyPI peers, the conventional rclpy path.
+PEER_PATHS = ('fast', 'shm', 'iceoryx2', 'zenoh', 'ros')
 
 
 SIZES = {'1080p': (1080, 1920, 3), '4k': (2160, 3840, 3)}
@@ -34,8 +41,11 @@ _HDR = struct.Struct('<QQq')  # scenario, sequence, commit time [ns]
 END = 2**32
 
 
-def scenarios(quick: bool) -> list[dict[str, Any]]:
-    """The (size, rate, duration) grid."""
+def scenarios(quick: bool, peers: bool = False) -> list[dict[str, Any]]:
+    """The (size, rate, duration) grid (``peers``: 1080p and 4K at 30 Hz)."""
+    if peers:
+        duration = 2.0 if quick else 6.0
+        return [{'size': s, 'rate': 30.0, 'frames': int(30 * duration)} for s in SIZES]
     if quick:
         grid = [('1080p', 30.0), ('1080p', 120.0)]
         duration = 2.0
@@ -90,14 +100,46 @@ def _image_write(pub: Any, msg: Any, frame: np.ndarray, scenario: int, index: in
     pub.publish(msg)
 
 
-def writer(path: str, plan: list[dict[str, Any]], fifo: str, segment: str) -> None:
-    """Writes every scenario of ``plan`` on ``path``; prints one JSON line per scenario."""
+def _peer_write(
+    send: Callable[[np.ndarray, Callable[[], bytes]], None],
+    base: np.ndarray,
+    scenario: int,
+    index: int,
+) -> None:
+    send(base, lambda: _HDR.pack(scenario, index, time.time_ns()))
+
+
+def writer(
+    path: str,
+    plan: list[dict[str, Any]],
+    fifo: str,
+    segment: str,
+    readers: int = 1,
+    endpoints: tuple[str, ...] = (),
+) -> None:
+    """Writes every scenario of ``plan`` on ``path`` to ``readers`` readers (the Zenoh peer's
+    ``endpoints``); prints one JSON line per scenario."""
     bases = {
         name: np.random.default_rng(1).integers(0, 255, shape, dtype=np.uint8)
         for name, shape in SIZES.items()
         if any(s['size'] == name for s in plan)
     }
     results = []
+    largest = max(int(np.prod(SIZES[s['size']])) for s in plan)
+    if path in peers.PEERS:
+        if path == 'iceoryx2':
+            send, close = peers.iox_writer(segment, readers, largest)
+        else:
+            send, close = peers.zenoh_writer(segment, list(endpoints), largest)
+        time.sleep(1.0)  # paced: let every reader settle, as for the other paths
+        for k, sc in enumerate(plan):
+            write = functools.partial(_peer_write, send, bases[sc['size']], k)
+            results.append(_pace(sc['rate'], sc['frames'], write))
+            time.sleep(0.5)  # paced: a gap between scenarios
+        time.sleep(0.5)  # paced: the last frames reach the readers before the writer goes
+        close()
+        print('WRITER ' + json.dumps(results), flush=True)
+        return
     if path == 'floor':
         fd = os.open(fifo, os.O_WRONLY)
         for k, sc in enumerate(plan):
@@ -116,7 +158,6 @@ def writer(path: str, plan: list[dict[str, Any]], fifo: str, segment: str) -> No
 
     rclpy.init()
     node = rclpy.create_node('bench_writer')
-    largest = max(int(np.prod(SIZES[s['size']])) for s in plan)
     shm_pub = img_pub = None
     if path in ('shm', 'fast'):
         shm_pub = ShmPublisher(node, '/bench/frames', segment, largest, 4, frame_id='bench')
@@ -126,7 +167,7 @@ def writer(path: str, plan: list[dict[str, Any]], fifo: str, segment: str) -> No
         count = img_pub.get_subscription_count
     msg = Image()
     deadline = time.monotonic() + 30
-    while count() == 0 and time.monotonic() < deadline:
+    while count() < readers and time.monotonic() < deadline:
         time.sleep(0.05)  # paced: waiting for discovery
     time.sleep(1.0)  # paced: let discovery settle on the reader's side too
     for k, sc in enumerate(plan):
@@ -189,9 +230,51 @@ class _Collector:
         return {'scenarios': out, 'wrong': self.wrong, **extra}
 
 
-def reader(path: str, plan: list[dict[str, Any]], fifo: str, idle_s: float) -> None:
+def _peer_read(
+    path: str,
+    plan: list[dict[str, Any]],
+    col: _Collector,
+    segment: str,
+    endpoint: str,
+    idle_s: float,
+) -> None:
+    def on_frame(view: np.ndarray) -> None:
+        now = time.time_ns()
+        k, _i, t = _HDR.unpack_from(view[: _HDR.size].tobytes())
+        col.add(k, now - t)
+
+    largest = max(int(np.prod(SIZES[s['size']])) for s in plan)
+    poll: Callable[[float], None]
+    if path == 'iceoryx2':
+        poll = peers.iox_reader(segment, largest, on_frame)
+        close: Callable[[], None] = lambda: None  # noqa: E731
+    else:
+        close = peers.zenoh_reader(segment, endpoint, on_frame)
+        poll = time.sleep  # paced: Zenoh calls back on its own thread
+    print('READY', flush=True)
+    deadline = time.monotonic() + sum(sc['frames'] / sc['rate'] + 1.0 for sc in plan) + 60
+    while time.monotonic() < deadline:
+        poll(0.1)
+        done = all(col.n[k] >= sc['frames'] for k, sc in enumerate(plan))
+        if done or (any(col.n) and time.monotonic() - col.last_seen > idle_s):
+            break
+    close()
+    print('READER ' + json.dumps(col.report({})), flush=True)
+
+
+def reader(
+    path: str,
+    plan: list[dict[str, Any]],
+    fifo: str,
+    idle_s: float,
+    segment: str = '',
+    endpoint: str = '',
+) -> None:
     """Receives every scenario on ``path``; prints READY, then one JSON line with the samples."""
     col = _Collector(plan)
+    if path in peers.PEERS:
+        _peer_read(path, plan, col, segment, endpoint, idle_s)
+        return
     if path == 'floor':
         print('READY', flush=True)
         fd = os.open(fifo, os.O_RDONLY)
@@ -275,8 +358,33 @@ def _line(proc: subprocess.Popen[str], prefix: str, timeout_s: float) -> str:
     raise RuntimeError(f'{proc.args!r}: no {prefix.strip()} line (exit {proc.poll()}):\n{err}')
 
 
-def run_path(path: str, plan: list[dict[str, Any]], domain: int) -> dict[str, Any]:
-    """One writer + one reader process for ``path``; returns their reports."""
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(('127.0.0.1', 0))
+        return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def busy_cores(on: bool) -> Iterator[int]:
+    """While open, a busy loop per core (``on``), as the vehicle's shared cores are: yields how
+    many. The loops end with the block, however it ends."""
+    loops = [
+        subprocess.Popen([sys.executable, '-c', 'while True: pass'])
+        for _ in range(os.cpu_count() or 1 if on else 0)
+    ]
+    try:
+        yield len(loops)
+    finally:
+        for loop in loops:
+            loop.kill()
+            loop.wait()
+
+
+def run_path(
+    path: str, plan: list[dict[str, Any]], domain: int, readers: int = 1, load: bool = False
+) -> dict[str, Any]:
+    """One writer and ``readers`` reader processes for ``path`` (beside a busy loop per core
+    with ``load``); returns their reports (``reader``: the first one's, ``readers``: all)."""
     env = dict(
         os.environ,
         ROS_DOMAIN_ID=str(domain),
@@ -285,42 +393,38 @@ def run_path(path: str, plan: list[dict[str, Any]], domain: int) -> dict[str, An
     )
     if path == 'ros_large':
         env['FASTDDS_BUILTIN_TRANSPORTS'] = 'LARGE_DATA'
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, busy_cores(load):
         fifo = str(Path(tmp) / 'floor.fifo')
         os.mkfifo(fifo)
-        segment = f'rt_fusion_bench_{os.getpid()}'
+        segment = f'rt_fusion_bench_{os.getpid()}_d{domain}'
         plan_json = json.dumps(plan)
         me = [sys.executable, '-m', 'rt_fusion_tools.bench_transport']
-        rd = subprocess.Popen(
-            [*me, '--role', 'reader', '--path', path, '--plan', plan_json, '--fifo', fifo],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        _line(rd, 'READY', 60)
+        common = ['--path', path, '--plan', plan_json, '--fifo', fifo, '--segment', segment]
+        endpoints = [f'tcp/127.0.0.1:{_free_port()}' for _ in range(readers)]
+        procs = []
+        for k in range(readers):
+            rd = subprocess.Popen(
+                [*me, '--role', 'reader', *common, '--endpoint', endpoints[k]],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            procs.append(rd)
+        for rd in procs:
+            _line(rd, 'READY', 60)
         wr = subprocess.Popen(
-            [
-                *me,
-                '--role',
-                'writer',
-                '--path',
-                path,
-                '--plan',
-                plan_json,
-                '--fifo',
-                fifo,
-                '--segment',
-                segment,
-            ],
+            [*me, '--role', 'writer', *common, '--reader-count', str(readers),
+             '--endpoints', ','.join(endpoints)],
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-        )
+        )  # fmt: skip
         budget = sum(sc['frames'] / sc['rate'] + 1.0 for sc in plan) + 90
         written = json.loads(_line(wr, 'WRITER ', budget))
-        got = json.loads(_line(rd, 'READER ', budget))
+        got = [json.loads(_line(rd, 'READER ', budget)) for rd in procs]
         wr.wait(30)
-        rd.wait(30)
-    return {'writer': written, 'reader': got}
+        for rd in procs:
+            rd.wait(30)
+    return {'writer': written, 'reader': got[0], 'readers': got}

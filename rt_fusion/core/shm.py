@@ -86,6 +86,7 @@ _U64 = struct.Struct('<Q')
 _U32 = struct.Struct('<I')
 # sequence, size, stamp, hw stamp, available, ndim, (pad), shape[6], dtype, encoding
 _BODY = struct.Struct('<QQqqqI4x6I8s32s')
+_STAMPS = struct.Struct('<qqq')  # the body's stamp, hw_stamp, available (from its byte 16)
 assert 8 + _BODY.size == 120 <= META_SIZE
 
 
@@ -219,6 +220,11 @@ class _Mapping:
     def set_body(self, slot: int, *fields: Any) -> None:
         _BODY.pack_into(self.mm, self.meta_offset + slot * META_SIZE + 8, *fields)
 
+    def set_stamps(self, slot: int, stamp: int, hw_stamp: int, available: int) -> None:
+        _STAMPS.pack_into(
+            self.mm, self.meta_offset + slot * META_SIZE + 8 + 16, stamp, hw_stamp, available
+        )
+
     def set_sequence(self, slot: int, sequence: int) -> None:
         _U64.pack_into(self.mm, self.meta_offset + slot * META_SIZE + 8, sequence)
 
@@ -265,6 +271,7 @@ class WriteSlot:
     sequence: int
     array: npt.NDArray[Any]
     encoding: str
+    generation: int = 0  #: the odd generation acquire() gave the slot
 
 
 class ShmRingWriter:
@@ -431,9 +438,19 @@ class ShmRingWriter:
             raise ShmError(self.name, f'encoding {encoding!r} longer than 32 bytes')
         seq = self._commits
         slot = seq % self.layout.slot_count
-        m.set_generation(slot, m.generation(slot) + 1)  # odd: being written
+        generation = m.generation(slot) + 1
+        m.set_generation(slot, generation)  # odd: being written
         linux.fence()  # the odd generation is visible before any payload byte changes
-        ws = WriteSlot(slot, seq, m.payload(slot, shape, dt), encoding)
+        # Everything of the slot's metadata but its stamps is known now: written here, while the
+        # slot is odd (readers skip it), so commit() - on the latency path, right after the
+        # payload was produced and the caches are cold - writes only the three stamps.
+        key = (dt.str, encoding)
+        encoded = self._meta_bytes.get(key)
+        if encoded is None:
+            encoded = self._meta_bytes[key] = (key[0].encode(), key[1].encode())
+        shape6 = (*shape, 0, 0, 0, 0, 0, 0)[:MAX_DIMS]
+        m.set_body(slot, seq, nbytes, 0, 0, 0, len(shape), *shape6, *encoded)
+        ws = WriteSlot(slot, seq, m.payload(slot, tuple(shape), dt), encoding, generation)
         self._pending = ws
         return ws
 
@@ -461,24 +478,9 @@ class ShmRingWriter:
         if ws is not self._pending:
             raise ShmError(self.name, 'commit() of a slot that is not the acquired one')
         slot, arr = ws.slot, ws.array
-        key = (arr.dtype.str, ws.encoding)
-        encoded = self._meta_bytes.get(key)
-        if encoded is None:
-            encoded = self._meta_bytes[key] = (key[0].encode(), key[1].encode())
-        shape6 = (*arr.shape, 0, 0, 0, 0, 0, 0)[:MAX_DIMS]
-        m.set_body(
-            slot,
-            ws.sequence,
-            arr.nbytes,
-            stamp_ns,
-            hw_stamp_ns,
-            available_ns,
-            arr.ndim,
-            *shape6,
-            *encoded,
-        )
+        m.set_stamps(slot, stamp_ns, hw_stamp_ns, available_ns)  # the rest: at acquire()
         linux.fence()  # payload and metadata before the even generation
-        generation = m.generation(slot) + 1
+        generation = ws.generation + 1
         m.set_generation(slot, generation)
         self._commits += 1
         linux.fence()
@@ -631,6 +633,7 @@ class ShmRingReader:
         hdr = mapping.mm
         self.writer_pid = int(_unpack(hdr, _H_WRITER_PID))
         self.frame_id = _cstr(_unpack(hdr, _H_FRAME_ID))
+        self._names: dict[bytes, str] = {}  # raw dtype/encoding fields -> str (decoded once)
 
     @classmethod
     def attach(cls, name: str, *, owner_uid: int | None = None) -> ShmRingReader:
@@ -812,6 +815,15 @@ class ShmRingReader:
         if gen % 2 or seq != sequence:
             return Overrun(sequence, f'slot {slot} now holds sequence {seq} (generation {gen})')
         shape = tuple(rest[:ndim])
+        names = self._names
+        if len(names) > 64:  # only a damaged ring has that many: stay bounded
+            names.clear()
+        encoding = names.get(rest[7])
+        if encoding is None:
+            encoding = names[rest[7]] = _cstr(rest[7])
+        dtype = names.get(rest[6])
+        if dtype is None:
+            dtype = names[rest[6]] = _cstr(rest[6])
         desc = FrameDescriptor(
             segment=self.name,
             segment_epoch_ns=self.epoch_ns,
@@ -819,8 +831,8 @@ class ShmRingReader:
             slot=slot,
             sequence=sequence,
             generation=gen,
-            encoding=_cstr(rest[7]),
-            dtype=_cstr(rest[6]),
+            encoding=encoding,
+            dtype=dtype,
             shape=shape,
             size_bytes=size,
             stamp_ns=stamp,
@@ -831,7 +843,7 @@ class ShmRingReader:
         linux.fence()
         if m.generation(slot) != gen:
             return Overrun(sequence, 'overwritten while reading its metadata')
-        return FrameView(desc, m.payload(slot, shape, np.dtype(desc.dtype)), m)
+        return FrameView(desc, m.payload(slot, shape, np.dtype(dtype)), m)
 
     def futex_word(self) -> int:
         """The current value of the wake-up word (read it before checking for new frames)."""

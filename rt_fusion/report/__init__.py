@@ -106,16 +106,9 @@ def _json_default(obj: object) -> object:
     raise TypeError(f'not JSON serialisable: {type(obj).__name__}')
 
 
-def plot_latency(
-    path: Path, samples_ns: Mapping[str, npt.ArrayLike], title: str, log_x: bool = True
+def _cdf(
+    ax: Any, samples_ns: Mapping[str, npt.ArrayLike], log_x: bool, colors: Mapping[str, str]
 ) -> None:
-    """PNG: empirical CDF of each path's latency, with P50/P99 marked."""
-    import matplotlib  # noqa: PLC0415 - plotting is optional work, imported when asked
-
-    matplotlib.use('Agg')
-    import matplotlib.pyplot as plt  # noqa: PLC0415
-
-    fig, ax = plt.subplots(figsize=(9, 5), dpi=110)
     for name, samples in samples_ns.items():
         arr = np.sort(np.asarray(samples, dtype=np.float64)) / 1e3
         if arr.size == 0:
@@ -125,6 +118,7 @@ def plot_latency(
             arr,
             np.arange(1, arr.size + 1) / arr.size,
             where='post',
+            color=colors.get(name),
             label=f'{name}: P50 {_fmt(s.p50_us)} µs, P99 {_fmt(s.p99_us)} µs',
         )
     ax.axhline(0.99, color='grey', lw=0.6, ls=':')
@@ -133,9 +127,42 @@ def plot_latency(
         ax.set_xscale('log')
     ax.set_xlabel('latency [µs]')
     ax.set_ylabel('fraction of samples ≤ latency')
-    ax.set_title(title)
     ax.grid(True, which='both', alpha=0.3)
-    ax.legend(loc='lower right', fontsize=8)
+    ax.legend(loc='lower right', fontsize=7)
+
+
+def plot_latency(
+    path: Path, samples_ns: Mapping[str, npt.ArrayLike], title: str, log_x: bool = True
+) -> None:
+    """PNG: empirical CDF of each path's latency, with P50/P99 marked."""
+    plot_latency_grid(path, {title: samples_ns}, log_x=log_x)
+
+
+def plot_latency_grid(
+    path: Path,
+    panels: Mapping[str, Mapping[str, npt.ArrayLike]],
+    log_x: bool = True,
+    columns: int = 2,
+) -> None:
+    """PNG: one CDF panel (as :func:`plot_latency`) per entry of ``panels`` (title → samples
+    per path), ``columns`` to a row."""
+    import matplotlib  # noqa: PLC0415 - plotting is optional work, imported when asked
+
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    # One colour per path in every panel (the legend order may differ from panel to panel).
+    names = list(dict.fromkeys(name for samples in panels.values() for name in samples))
+    cycle = plt.rcParams['axes.prop_cycle'].by_key()['color']
+    colors = {name: cycle[i % len(cycle)] for i, name in enumerate(names)}
+    cols = min(columns, len(panels))
+    rows = -(-len(panels) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(9 * cols, 5 * rows), dpi=80, squeeze=False)
+    for ax, (title, samples) in zip(axes.flat, panels.items(), strict=False):
+        _cdf(ax, samples, log_x, colors)
+        ax.set_title(title)
+    for ax in list(axes.flat)[len(panels) :]:
+        ax.set_visible(False)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
     fig.savefig(path)
