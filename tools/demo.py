@@ -184,11 +184,13 @@ def summarise(args: argparse.Namespace, runs: dict[str, live.LiveRun], elapsed: 
     ))  # fmt: skip
     statuses = [p['status'] for p in ours.plans]
     solve = [p['solve_ms'] for p in ours.plans if p['points']]
+    plan = ours.planner_status
     report.console.print(
         f'rt_fusion run: {len(ours.objects)} frames fused, {len(ours.plans)} plans '
         f'({statuses.count(0)} ok, {statuses.count(1)} comfort stop, {statuses.count(2)} '
         f'emergency stop, {statuses.count(3)} no input), solve P50 '
-        f'{np.median(solve) if solve else float("nan"):.2f} ms, objects per frame '
+        f'{np.median(solve) if solve else float("nan"):.2f} ms (plan() alone P50/P99 '
+        f'{plan.get("plan_p50_us", "-")}/{plan.get("plan_p99_us", "-")} µs), objects per frame '
         f'{np.mean([len(m["objects"]) for m in ours.objects]) if ours.objects else 0:.1f}; the '
         f'first {args.warmup_frames} frames of each run (start-up) are left out of the table'
     )

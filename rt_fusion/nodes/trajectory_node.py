@@ -44,6 +44,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 
 from rt_fusion.core import realtime
 from rt_fusion.core.errors import ParameterError
+from rt_fusion.core.latency import DIAG_WINDOW, LatencyRecorder, LatencySummary
 from rt_fusion.core.params import param
 from rt_fusion.core.planning import frenet, obstacles
 from rt_fusion.core.planning.ego import EgoPose, PoseHistory
@@ -134,7 +135,10 @@ class TrajectoryNode(lifecycle.DeviceNode):
         self.plan_start_ns = 0
         self.published = 0
         self.last_status = -1
-        self.solve_ms: list[float] = []
+        # planner.plan() alone (what tools/bench_planner.py times) and the whole solve (the
+        # message's solve_time_ms: obstacles advanced, start state, plan, message filled).
+        self.plan_ns = LatencyRecorder(DIAG_WINDOW, wrap=True)
+        self.solve_ns = LatencyRecorder(DIAG_WINDOW, wrap=True)
         self.rt_report: realtime.RealtimeReport | None = None
         self.rt_params: realtime.RealtimeParams | None = None
         self._prefault_timer: Timer | None = None
@@ -403,10 +407,15 @@ class TrajectoryNode(lifecycle.DeviceNode):
             since = (now - self.plan_start_ns) / 1e9
             start = self.planner.start_state(since, ego.x, ego.y, ego.v)
             self.planner.p = self.emergency.goal(self.planner_params, now)  # yield, or cruise
+            t_plan = time.perf_counter_ns()
             traj = self.planner.plan(start, moved)
+            self.plan_ns.record(time.perf_counter_ns() - t_plan)
             self.plan_start_ns = now
             self._fill(msg, traj)
-        msg.solve_time_ms = (time.perf_counter_ns() - t0) / 1e6
+        solve_ns = time.perf_counter_ns() - t0
+        if ego is not None:
+            self.solve_ns.record(solve_ns)
+        msg.solve_time_ms = solve_ns / 1e6
         lineage = self.lineage
         lineage.planner_solved_ns = time.time_ns()
         if self.objects_stamp is not None:
@@ -425,12 +434,16 @@ class TrajectoryNode(lifecycle.DeviceNode):
             realtime.collect_at_safe_point()
 
     def _fill(self, msg: Trajectory, traj: frenet.Trajectory) -> None:
+        # Whole arrays to Python floats at once (tolist), not element by element; the points
+        # list is handed to the message again only when it was swapped out (rclpy's setter
+        # checks every element's type on each assignment).
+        columns = (traj.t, traj.x, traj.y, traj.yaw, traj.v, traj.a, traj.kappa)
         for pt, t, x, y, yaw, v, a, k in zip(
-            self._points, traj.t, traj.x, traj.y, traj.yaw, traj.v, traj.a, traj.kappa, strict=True
+            self._points, *(c.tolist() for c in columns), strict=True
         ):
-            pt.t, pt.x, pt.y, pt.yaw = float(t), float(x), float(y), float(yaw)
-            pt.v, pt.a, pt.curvature = float(v), float(a), float(k)
-        msg.points = self._points
+            pt.t, pt.x, pt.y, pt.yaw, pt.v, pt.a, pt.curvature = t, x, y, yaw, v, a, k
+        if msg.points is not self._points:
+            msg.points = self._points
         msg.status = traj.status
         msg.candidates, msg.collision_checks = traj.candidates, traj.collision_checks
         msg.cost = float(traj.cost) if math.isfinite(traj.cost) else -1.0
@@ -471,6 +484,8 @@ class TrajectoryNode(lifecycle.DeviceNode):
             'lateness_p99_us': round(late.p99_us, 1) if late.count else '',
             'lateness_max_us': round(late.max_us, 1) if late.count else '',
             'runtime_p99_us': round(run.p99_us, 1) if run.count else '',
+            **_percentiles('plan', self.plan_ns.summary()),
+            **_percentiles('solve', self.solve_ns.summary()),
             'policy': rt.policy if rt else '',
             'priority': rt.priority if rt else '',
             'cpus': ','.join(map(str, rt.cpus)) if rt else '',
@@ -480,6 +495,12 @@ class TrajectoryNode(lifecycle.DeviceNode):
             'non_finite_obstacles': self.planner.non_finite,
         }
         self.diag.publish(level, message, values)
+
+
+def _percentiles(name: str, s: LatencySummary) -> dict[str, object]:
+    if not s.count:
+        return {f'{name}_p50_us': '', f'{name}_p99_us': ''}
+    return {f'{name}_p50_us': round(s.p50_us, 1), f'{name}_p99_us': round(s.p99_us, 1)}
 
 
 def main(args: list[str] | None = None) -> int:

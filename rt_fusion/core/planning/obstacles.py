@@ -6,11 +6,8 @@ their stamp; everything that decides what an obstacle is lives here, ROS-free an
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from typing import Protocol
-
-import numpy as np
 
 from rt_fusion.core.planning import frenet
 
@@ -98,8 +95,19 @@ def from_radar(
 
 
 def advance(o: frenet.Obstacle, dt: float) -> frenet.Obstacle:
-    """The obstacle moved on by ``dt`` seconds (its stamp was older than now), CTRV."""
+    """The obstacle moved on by ``dt`` seconds (its stamp was older than now), CTRV: the same
+    motion as :func:`frenet.predict` for one obstacle, in scalar arithmetic (the planner node
+    advances every obstacle on every cycle; numpy on one-element arrays cost it ~40 µs each)."""
     if dt <= 0:
         return o
-    x, y, yaw = frenet.predict([dataclasses.replace(o, yield_to=False)], np.array([dt]))
-    return dataclasses.replace(o, x=float(x[0, 0]), y=float(y[0, 0]), yaw=float(yaw[0, 0]))
+    w, vx, vy = o.yaw_rate, o.vx, o.vy
+    if abs(w) > 1e-4:
+        sin_wt, cos_wt = math.sin(w * dt), math.cos(w * dt)
+        dx = (vx * sin_wt - vy * (1 - cos_wt)) / w
+        dy = (vy * sin_wt + vx * (1 - cos_wt)) / w
+        yaw = o.yaw + w * dt
+    else:
+        dx, dy, yaw = vx * dt, vy * dt, o.yaw
+    return frenet.Obstacle(
+        o.x + dx, o.y + dy, yaw, o.length, o.width, vx, vy, w, o.std, o.growth, o.yield_to
+    )

@@ -88,6 +88,7 @@ class Recorder:
         self.camera_frames: dict[str, int] = {}  # each camera node's own count (diagnostics)
         self.stages: dict[str, str] = {}  # the fusion node's own stage times
         self.fusion_status: dict[str, str] = {}  # its last diagnostic values, all of them
+        self.planner_status: dict[str, str] = {}  # the planner's, likewise
         # reliable: a lock-step fusion publishes reliably too; a best-effort reader lost poses
         reliable = QoSProfile(depth=depth, reliability=ReliabilityPolicy.RELIABLE)
         # Publishers matched per output (the data path, not only the graph): a replay is
@@ -245,6 +246,9 @@ class Recorder:
                 pairs = (item.rsplit(' ', 1) for item in text.split(', ') if ' ' in item)
                 self.extra_ledger[name] = {k: int(v) for k, v in pairs}
             self.stages = {k: values[k] for k in STAGE_KEYS if k in values}
+        for status, values in diagnostics.statuses(m, 'planner'):
+            if status.name.split(':', 1)[0].rsplit('/', 1)[0] == self.namespace:
+                self.planner_status = values  # its plan()/solve percentiles, deadlines
 
     def _arrived(self, key: str, _msg: Any) -> None:
         self.arrivals[key].append(time.monotonic())

@@ -5,9 +5,12 @@ from __future__ import annotations
 import dataclasses
 import math
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from rt_fusion.core.planning import obstacles
+from rt_fusion.core.planning import frenet, obstacles
 
 
 @dataclasses.dataclass
@@ -51,3 +54,25 @@ def test_advance_moves_an_old_obstacle_to_now() -> None:
     later = obstacles.advance(o, 1.5)
     assert (later.x, later.y) == pytest.approx((3.0, 0.0))
     assert obstacles.advance(o, -1.0) is o
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.floats(-50, 50), st.floats(-50, 50), st.floats(-3.2, 3.2), st.floats(-20, 20),
+    st.floats(-20, 20), st.sampled_from([0.0, 1e-5, -1e-5, 0.3, -0.8, 2e-4]), st.floats(0.0, 2.0),
+)  # fmt: skip
+def test_advance_is_frenet_predict_for_one_obstacle(
+    x: float, y: float, yaw: float, vx: float, vy: float, w: float, dt: float
+) -> None:
+    # The scalar form the node runs every cycle moves an obstacle as the planner predicts it.
+    o = frenet.Obstacle(x, y, yaw, 4.0, 2.0, vx, vy, w, 0.3, growth=0.5, yield_to=True)
+    px, py, pyaw = frenet.predict([o], np.array([dt]))
+    moved = obstacles.advance(o, dt)
+    if dt > 0:
+        assert (moved.x, moved.y, moved.yaw) == pytest.approx(
+            (px[0, 0], py[0, 0], pyaw[0, 0]), abs=1e-9
+        )
+        assert (moved.length, moved.width, moved.vx, moved.vy, moved.yaw_rate) == (4, 2, vx, vy, w)
+        assert (moved.std, moved.growth, moved.yield_to) == (0.3, 0.5, True)
+    else:
+        assert moved is o
