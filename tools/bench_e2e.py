@@ -10,13 +10,17 @@ ledger, writes ``e2e.png`` (the end-to-end distributions of both graphs, and rt_
 breakdown) beside the demo's ``results.json``, and ends with
 
   RESULT e2e_p99_ms=… conventional_e2e_p99_ms=… ratio_p99=… lost=… conventional_lost=…
-  fusion_p99_ms=… committed_e2e_p99_ms=… cameras=… resolution=…
+  fusion_p99_ms=… committed_e2e_p99_ms=… ontime=… conventional_ontime=… overhead_p99_ms=…
+  conventional_overhead_p99_ms=… cameras=… resolution=…
 
 ``e2e``: camera capture → trajectory published (the modelled sensor delivery included, the same
 in both graphs); ``committed_e2e``: the frame's commit to shared memory → trajectory published
 (rt_fusion only: a conventional frame carries no commit stamp); ``lost``: frames committed that
 produced no object list, for any reason (the ledger in the output says which stage, and which of
-those a configured drop policy explains); ``fusion``: the fusion node, inputs complete → objects.
+those a configured drop policy explains); ``fusion``: the fusion node, inputs complete → objects;
+``ontime``: the share of committed frames (after the warm-up) whose trajectory was published within
+100 ms of capture, a lost frame counting as late; ``overhead``: each frame's end to end less its
+own inference (inputs complete → inference done), what the graph adds around the detector.
 The exit status is the demo's: non-zero when rt_fusion lost a frame no drop policy explains.
 """
 
@@ -33,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from rt_fusion import report
-from rt_fusion.core.evaluation.ledger import loss_text, losses
+from rt_fusion.core.evaluation.ledger import OVERHEAD, loss_text, losses, on_time_share
 from rt_fusion.core.latency import summarize_ns
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -158,6 +162,10 @@ def main(argv: list[str] | None = None) -> int:
         v = samples.get(run, {}).get(stage)
         return summarize_ns(v).p99_us / 1e3 if v else nan
 
+    def ontime(run: str) -> float:
+        committed = int(ledgers.get(run, {}).get('committed', 0))
+        return on_time_share(samples.get(run, {}).get(E2E, []), committed, data['warmup_frames'])
+
     plot(
         args.out / 'e2e.png',
         samples,
@@ -175,6 +183,10 @@ def main(argv: list[str] | None = None) -> int:
         unexplained=sum(ledgers.get('rt_fusion', {}).get('unexplained', {}).values()),
         fusion_p99_ms=p99('rt_fusion', FUSION),
         committed_e2e_p99_ms=p99('rt_fusion', COMMITTED),
+        ontime=ontime('rt_fusion'),
+        conventional_ontime=ontime('conventional'),
+        overhead_p99_ms=p99('rt_fusion', OVERHEAD),
+        conventional_overhead_p99_ms=p99('conventional', OVERHEAD),
         cameras=args.cameras,
         resolution=args.resolution,
     )

@@ -25,6 +25,10 @@ KEYS = {
     'unexplained',
     'fusion_p99_ms',
     'committed_e2e_p99_ms',
+    'ontime',
+    'conventional_ontime',
+    'overhead_p99_ms',
+    'conventional_overhead_p99_ms',
     'cameras',
     'resolution',
 }
@@ -60,6 +64,11 @@ def test_both_graphs_run_four_cameras_and_the_result_line_has_every_key(tmp_path
     assert fields['resolution'] == '640x360' and fields['cameras'] == '4'
     assert int(fields['unexplained']) == 0  # every rt_fusion frame accounted for
     assert int(fields['lost']) < 4 * 90 and float(fields['e2e_p99_ms']) > 0
+    assert (
+        0.0 <= float(fields['ontime']) <= 1.0
+        and 0.0 <= float(fields['conventional_ontime']) <= 1.0
+    )
+    assert 0.0 < float(fields['overhead_p99_ms']) <= float(fields['e2e_p99_ms'])
     assert (out / 'e2e.png').read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
     truth = json.loads((out / 'scenario' / 'ground_truth.json').read_text())
     assert truth['camera_size'] == [640, 360] and truth['cameras'] == 4
