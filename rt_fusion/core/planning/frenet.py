@@ -294,13 +294,17 @@ class Trajectory:
 
     def state_at(self, t: float) -> FrenetState:
         """Frenet state interpolated at time ``t`` from the trajectory's start."""
-        i = float(np.clip(t, self.t[0], self.t[-1]))
-        return FrenetState(
-            *(
-                float(np.interp(i, self.t, arr))
-                for arr in (self.s, self.s_d, self.s_dd, self.d, self.d_d, self.d_dd)
-            )
-        )
+        # np.interp's arithmetic, with the interval found once for the six columns (six
+        # np.interp calls on a scalar were most of the planner node's start-state time).
+        ts = self.t
+        columns = (self.s, self.s_d, self.s_dd, self.d, self.d_d, self.d_dd)
+        if t >= ts[-1] or ts.size < 2:
+            return FrenetState(*(float(a[-1]) for a in columns))
+        if t <= ts[0]:
+            return FrenetState(*(float(a[0]) for a in columns))
+        j = int(np.searchsorted(ts, t, side='right')) - 1
+        t0, dt = float(ts[j]), float(ts[j + 1] - ts[j])
+        return FrenetState(*(float((a[j + 1] - a[j]) / dt * (t - t0) + a[j]) for a in columns))
 
 
 def _quintic(d0: float, v0: float, a0: float, d_t: F64, horizons: F64) -> F64:

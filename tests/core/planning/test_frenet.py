@@ -213,3 +213,19 @@ def test_a_straight_path_does_not_import_scipy() -> None:
     )
     out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == '[]'
+
+
+def test_state_at_interpolates_as_np_interp_at_and_between_the_grid_points() -> None:
+    # The start state is read from the previous plan every cycle: one interval search for the
+    # six columns must give exactly what np.interp gives (clamped at both ends).
+    rng = np.random.default_rng(3)
+    t = np.cumsum(rng.uniform(0.05, 0.2, 40)) - 0.05
+    cols = [rng.normal(size=t.size) for _ in range(12)]
+    traj = fr.Trajectory(t, *cols, status=0, cost=0.0, target_offset=0.0, target_speed=0.0)
+    for when in [*rng.uniform(-1.0, t[-1] + 1.0, 500), *t, t[0] - 1e-12, t[-1] + 1e-12]:
+        got = traj.state_at(float(when))
+        clamped = float(np.clip(when, t[0], t[-1]))
+        expected = [float(np.interp(clamped, t, c)) for c in cols[:6]]
+        assert [got.s, got.s_d, got.s_dd, got.d, got.d_d, got.d_dd] == pytest.approx(
+            expected, abs=1e-12
+        )
