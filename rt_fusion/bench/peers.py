@@ -36,7 +36,7 @@ def _view(address: int, size: int) -> np.ndarray:
     return np.ctypeslib.as_array((ctypes.c_uint8 * size).from_address(address))
 
 
-def _iox_service(name: str, largest: int) -> tuple[Any, Any, Any]:
+def _iox_service(name: str) -> tuple[Any, Any, Any]:
     import iceoryx2 as iox2  # noqa: PLC0415 - an optional peer
 
     iox2.set_log_level_from_env_or(iox2.LogLevel.Error)
@@ -50,7 +50,6 @@ def _iox_service(name: str, largest: int) -> tuple[Any, Any, Any]:
         .open_or_create()
     )
     event = node.service_builder(service_name).event().open_or_create()
-    del largest
     return node, pubsub, event
 
 
@@ -61,7 +60,7 @@ def iox_writer(
     (send(frame, header), close)."""
     import iceoryx2 as iox2  # noqa: PLC0415
 
-    node, pubsub, event = _iox_service(name, largest)
+    node, pubsub, event = _iox_service(name)
     alive = [node]  # the iceoryx2 node outlives its ports: released by close()
     pub = (
         pubsub.publisher_builder()
@@ -94,12 +93,12 @@ def iox_writer(
     return send, close
 
 
-def iox_reader(name: str, largest: int, on_frame: Callable[[np.ndarray], None]) -> Any:
+def iox_reader(name: str, on_frame: Callable[[np.ndarray], None]) -> Any:
     """An iceoryx2 subscriber + listener; returns ``poll(timeout_s)`` that hands every frame
     received as a numpy view (valid during the call) to ``on_frame``."""
     import iceoryx2 as iox2  # noqa: PLC0415
 
-    node, pubsub, event = _iox_service(name, largest)
+    node, pubsub, event = _iox_service(name)
     sub = pubsub.subscriber_builder().buffer_size(4).create()
     listener = event.listener_builder().create()
 

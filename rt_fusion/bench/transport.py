@@ -243,10 +243,9 @@ def _peer_read(
         k, _i, t = _HDR.unpack_from(view[: _HDR.size].tobytes())
         col.add(k, now - t)
 
-    largest = max(int(np.prod(SIZES[s['size']])) for s in plan)
     poll: Callable[[float], None]
     if path == 'iceoryx2':
-        poll = peers.iox_reader(segment, largest, on_frame)
+        poll = peers.iox_reader(segment, on_frame)
         close: Callable[[], None] = lambda: None  # noqa: E731
     else:
         close = peers.zenoh_reader(segment, endpoint, on_frame)
