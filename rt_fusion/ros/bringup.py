@@ -155,6 +155,19 @@ class Bringup:
         got = self._wait(client.call_async(GetState.Request()), timeout_s)
         return int(got.current_state.id) if got is not None else unknown
 
+    def settled_state(self, name: str) -> int:
+        """:meth:`state`, asked again while the node does not answer (up to ``timeout_s``): on a
+        loaded host a lifecycle node's answer can be lost ("failed to send response (timeout)"
+        on its side) although the node is there and well; one unanswered call is no verdict."""
+        unknown = int(State.PRIMARY_STATE_UNKNOWN)
+        end = time.monotonic() + self.p.timeout_s
+        while True:
+            s = self.state(name)
+            if s != unknown or time.monotonic() >= end or self.finished.is_set():
+                return s
+            self.node.get_logger().warning(f'bring-up: {name} did not answer get_state: again')
+            self.finished.wait(0.2)  # paced: the node's services catching up
+
     def transition(self, name: str, transition: int) -> bool:
         """One transition of one node; True when it succeeded."""
         req = ChangeState.Request()
@@ -188,7 +201,7 @@ class Bringup:
         """Configure all of ``names``, then activate all (those already there are left)."""
         ok = []
         for name in names:
-            s = self.state(name)
+            s = self.settled_state(name)
             if s == State.PRIMARY_STATE_UNCONFIGURED and not self.transition(
                 name, Transition.TRANSITION_CONFIGURE
             ):
@@ -199,7 +212,7 @@ class Bringup:
                 continue
             ok.append(name)
         for name in ok:
-            if self.state(name) == State.PRIMARY_STATE_INACTIVE and not self.transition(
+            if self.settled_state(name) == State.PRIMARY_STATE_INACTIVE and not self.transition(
                 name, Transition.TRANSITION_ACTIVATE
             ):
                 self._fail(name, 'activate failed')

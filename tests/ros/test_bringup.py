@@ -172,3 +172,70 @@ def test_a_stop_while_a_call_is_unanswered_ends_the_process_at_once(
             spinner.join(5)
             executor.shutdown()
             ghost.destroy_node()
+
+
+def test_a_lost_get_state_answer_is_asked_again_and_the_node_comes_up(procs: Any) -> None:
+    """A lifecycle node whose first get_state answer comes too late (on a loaded host its
+    response can be lost: "failed to send response (timeout)") is asked again instead of being
+    declared 'unknown' and stopping the graph. Before: the bring-up failed on the first
+    unanswered call."""
+    import rclpy  # noqa: PLC0415
+    from lifecycle_msgs.msg import State, Transition  # noqa: PLC0415
+    from lifecycle_msgs.srv import ChangeState, GetState  # noqa: PLC0415
+    from rclpy.callback_groups import ReentrantCallbackGroup  # noqa: PLC0415
+    from rclpy.executors import MultiThreadedExecutor  # noqa: PLC0415
+
+    state = {'id': State.PRIMARY_STATE_UNCONFIGURED, 'asked': 0}
+    release = threading.Event()
+
+    def get_state(_req: Any, res: Any) -> Any:
+        state['asked'] += 1
+        if state['asked'] == 1:
+            release.wait(8.0)  # longer than the bring-up's 5-s wait for one answer
+        res.current_state.id = state['id']
+        return res
+
+    def change_state(req: Any, res: Any) -> Any:
+        moves = {
+            (State.PRIMARY_STATE_UNCONFIGURED, Transition.TRANSITION_CONFIGURE):
+                State.PRIMARY_STATE_INACTIVE,
+            (State.PRIMARY_STATE_INACTIVE, Transition.TRANSITION_ACTIVATE):
+                State.PRIMARY_STATE_ACTIVE,
+        }  # fmt: skip
+        after = moves.get((state['id'], req.transition.id))
+        res.success = after is not None
+        if after is not None:
+            state['id'] = after
+        return res
+
+    domain = int(procs.env['ROS_DOMAIN_ID'])
+    with ros_context(domain) as context:
+        slow = rclpy.create_node('slow', context=context)
+        group = ReentrantCallbackGroup()
+        slow.create_service(GetState, 'slow/get_state', get_state, callback_group=group)
+        slow.create_service(ChangeState, 'slow/change_state', change_state, callback_group=group)
+        executor = MultiThreadedExecutor(num_threads=3, context=context)
+        executor.add_node(slow)
+        stop = threading.Event()
+
+        def spin() -> None:
+            while not stop.is_set():
+                executor.spin_once(timeout_sec=0.05)
+
+        spinner = threading.Thread(target=spin, daemon=True)
+        spinner.start()
+        try:
+            proc = procs.node(
+                'bringup_node', '-r', '__node:=bringup', '-p', 'nodes:=[slow]',
+                '-p', 'timeout_s:=120.0',
+            )  # fmt: skip
+            assert proc.wait_stderr('1 nodes active', 180), proc.tail()
+            assert state['id'] == State.PRIMARY_STATE_ACTIVE and state['asked'] >= 2
+            assert any('did not answer get_state: again' in x for x in proc.stderr), proc.tail()
+            proc.stop()
+        finally:
+            release.set()
+            stop.set()
+            spinner.join(5)
+            executor.shutdown()
+            slow.destroy_node()
