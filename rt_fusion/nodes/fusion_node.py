@@ -49,7 +49,7 @@ from rt_fusion.core.sync import AlignedFrame, Aligner
 from rt_fusion.inference.runner import FrameRunner
 from rt_fusion.inference.spec import ModelError
 from rt_fusion.ros import lifecycle, parameters, radar_tracks, running
-from rt_fusion.ros.conversions import ns_to_time, time_to_ns
+from rt_fusion.ros.conversions import time_to_ns
 from rt_fusion.ros.diagnostics import Level, NodeDiagnostics
 from rt_fusion.ros.fusion import inputs, messages
 from rt_fusion.ros.fusion.params import (
@@ -356,7 +356,7 @@ class FusionNode(lifecycle.DeviceNode):
             'inputs_complete_ns': released_ns,
             'inference_done_ns': done.inference_done_ns,
         })  # fmt: skip
-        self.pose.fill(fused.ego, ns_to_time(fused.stamp_ns))
+        self.pose.fill(fused.ego, fused.stamp_ns)
         t1 = time.perf_counter_ns()
         self.pose.publish()  # first: the planner transforms the objects with the odometry
         t2 = time.perf_counter_ns()

@@ -108,3 +108,49 @@ def test_a_fused_frame_s_columns_give_the_message_objects_msg_builds(
     want.lineage = Lineage(capture_ns=3, published_ns=9)
     wire = deserialize_message(serialize_message(want), ObjectArray)  # its float32 fields rounded
     assert deserialize_message(writer.payload(), ObjectArray) == wire
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.floats(-1e4, 1e4), st.floats(-1e4, 1e4), st.floats(-7, 7), st.floats(0, 60),
+    st.floats(-2, 2), st.floats(0, 5), st.floats(0, 3), st.integers(0, (2**31 - 1) * 10**9),
+    st.sampled_from([('odom', 'base_link'), ('car1/odom', 'car1/base_link'), ('o', 'b' * 33)]),
+)  # fmt: skip
+def test_the_pose_as_cdr_bytes_is_what_rclpy_serializes_from_the_filled_messages(
+    x: float, y: float, yaw: float, v: float, w: float, xy_std: float, v_std: float,
+    stamp_ns: int, frames: tuple[str, str],
+) -> None:  # fmt: skip
+    """Odometry and the /tf message written in place (the fusion's PoseOut) deserialize to the
+    messages filled field by field (fill_odometry, the transform), for any frame ids."""
+    from geometry_msgs.msg import TransformStamped  # noqa: PLC0415
+    from nav_msgs.msg import Odometry  # noqa: PLC0415
+    from tf2_msgs.msg import TFMessage  # noqa: PLC0415
+
+    from rt_fusion.core.fusion import EgoState  # noqa: PLC0415
+    from rt_fusion.ros.conversions import ns_to_time  # noqa: PLC0415
+    from rt_fusion.ros.fusion import messages  # noqa: PLC0415
+
+    ego = EgoState(stamp_ns, x, y, yaw, v, w, v_std=v_std, xy_std=xy_std)
+    odom_frame, base_frame = frames
+    expected = Odometry()
+    messages.fill_odometry(expected, ego, ns_to_time(stamp_ns), odom_frame, base_frame)
+    template = Odometry()
+    template.header.frame_id, template.child_frame_id = odom_frame, base_frame
+    writer = cdr.FixedMessage(template, 'header.stamp', messages.ODOMETRY_FIELDS)
+    values = messages.odometry_values(ego)
+    writer.write(stamp_ns, values)
+    assert deserialize_message(writer.payload(), Odometry) == expected
+    assert len(writer.payload()) == len(serialize_message(expected))
+
+    t = TransformStamped()
+    t.header.stamp = ns_to_time(stamp_ns)
+    t.header.frame_id, t.child_frame_id = odom_frame, base_frame
+    t.transform.translation.x, t.transform.translation.y = x, y
+    t.transform.rotation = expected.pose.pose.orientation
+    t2 = TransformStamped()
+    t2.header.frame_id, t2.child_frame_id = odom_frame, base_frame
+    tf_writer = cdr.FixedMessage(
+        TFMessage(transforms=[t2]), 'transforms[0].header.stamp', messages.TF_FIELDS
+    )
+    tf_writer.write(stamp_ns, values[:4])
+    assert deserialize_message(tf_writer.payload(), TFMessage) == TFMessage(transforms=[t])

@@ -123,3 +123,81 @@ class ObjectArrayWriter:
     def payload(self) -> bytes:
         """The serialized message, for ``publish``."""
         return bytes(self._buf)
+
+
+#: A stamp no real message carries: where rclpy writes it is where the stamp lives.
+_PROBE_STAMP = (0x2BADF00D, 0x1CEB00DA)
+
+
+def _step(obj: Any, part: str) -> Any:
+    if part.endswith(']'):
+        name, index = part[:-1].split('[')
+        return getattr(obj, name)[int(index)]
+    return getattr(obj, part)
+
+
+def _resolve(msg: Any, path: str) -> tuple[Any, str | int]:
+    """(the object holding the last step of ``path``, that step): 'a.b.c', 'a.cov[7]',
+    'list[0].b'."""
+    *parents, last = path.split('.')
+    obj = msg
+    for part in parents:
+        obj = _step(obj, part)
+    if last.endswith(']'):
+        name, index = last[:-1].split('[')
+        return getattr(obj, name), int(index)
+    return obj, last
+
+
+def _set(msg: Any, path: str, value: float) -> None:
+    holder, key = _resolve(msg, path)
+    if isinstance(key, int):
+        holder[key] = value
+    else:
+        setattr(holder, key, value)
+
+
+class FixedMessage:
+    """A message whose strings and sequence lengths never change (a pose with fixed frame ids),
+    as CDR bytes for ``Publisher.publish(bytes)``: rclpy serializes the template once, then each
+    message overwrites the stamp and the float64 fields named in ``fields`` in place, instead of
+    filling a message object for rclpy to convert and serialize every frame.
+
+    Where the stamp and each field lie is read from rclpy's own serialization of the template,
+    each probed with a value of its own: no hand-written layout to fall out of step with the
+    message definition. ``tests/ros/test_cdr.py`` holds the bytes equal to rclpy's."""
+
+    def __init__(self, template: Any, stamp_path: str, fields: tuple[str, ...]) -> None:
+        from rclpy.serialization import serialize_message  # noqa: PLC0415
+
+        stamp = template
+        for part in stamp_path.split('.'):
+            stamp = _step(stamp, part)
+        stamp.sec, stamp.nanosec = _PROBE_STAMP
+        probes = [12345.0 + k / 8 for k in range(len(fields))]
+        for path, value in zip(fields, probes, strict=True):
+            _set(template, path, value)
+        raw = serialize_message(template)
+
+        def where(packed: bytes, what: str) -> int:
+            at = raw.find(packed)
+            if at < 0 or raw.find(packed, at + 1) >= 0:
+                raise AssertionError(f'{what}: not once in the serialized template')
+            return at
+
+        self._stamp_at = where(struct.pack('<iI', *_PROBE_STAMP), stamp_path)
+        self._at = [where(struct.pack('<d', v), p) for p, v in zip(fields, probes, strict=True)]
+        self._buf = bytearray(raw)
+        for at in self._at:
+            struct.pack_into('<d', self._buf, at, 0.0)
+        self.fields = fields
+
+    def write(self, stamp_ns: int, values: tuple[float, ...]) -> None:
+        """The stamp and ``values`` (in the order of ``fields``)."""
+        struct.pack_into('<iI', self._buf, self._stamp_at, stamp_ns // 10**9, stamp_ns % 10**9)
+        for at, value in zip(self._at, values, strict=True):
+            struct.pack_into('<d', self._buf, at, value)
+
+    def payload(self) -> bytes:
+        """The serialized message, for ``publish``."""
+        return bytes(self._buf)

@@ -19,6 +19,7 @@ from tf2_msgs.msg import TFMessage
 from rt_fusion.core.fusion import EgoState, FusedFrame, RadarObjectIn
 from rt_fusion.ros import graph
 from rt_fusion.ros.conversions import ns_to_time
+from rt_fusion.ros.fusion import cdr
 from rt_fusion.ros.qos import OVERRIDABLE
 
 
@@ -183,41 +184,63 @@ class ObjectsOut:
         return published_ns
 
 
+#: The float64 fields of the fusion's Odometry that change (fill_odometry's), and of its /tf.
+ODOMETRY_FIELDS = (
+    'pose.pose.position.x', 'pose.pose.position.y', 'pose.pose.orientation.z',
+    'pose.pose.orientation.w', 'twist.twist.linear.x', 'twist.twist.angular.z',
+    'pose.covariance[0]', 'pose.covariance[7]', 'twist.covariance[0]',
+)  # fmt: skip
+TF_FIELDS = (
+    'transforms[0].transform.translation.x', 'transforms[0].transform.translation.y',
+    'transforms[0].transform.rotation.z', 'transforms[0].transform.rotation.w',
+)  # fmt: skip
+
+
+def odometry_values(ego: EgoState) -> tuple[float, ...]:
+    """The values of :data:`ODOMETRY_FIELDS` for ``ego``, as :func:`fill_odometry` sets them."""
+    z, w = math.sin(ego.yaw / 2), math.cos(ego.yaw / 2)
+    xy_var = ego.xy_std**2
+    return (ego.x, ego.y, z, w, ego.v, ego.yaw_rate, xy_var, xy_var, ego.v_std**2)
+
+
 class PoseOut:
     """The ego's pose out: ``~/out/odometry`` (``odom_qos``) and, with ``tf``, the same pose as
-    ``odom → base_link`` on ``/tf`` (REP-105; tf2's QoS: reliable, depth 100). The messages are
-    made once and refilled every frame."""
+    ``odom → base_link`` on ``/tf`` (REP-105; tf2's QoS: reliable, depth 100). Both are written
+    as CDR bytes (:class:`cdr.FixedMessage`: the frame ids never change, only the stamp and a
+    few float64s), not refilled message objects for rclpy to convert every frame."""
 
     def __init__(
         self, node: Any, odom_qos: Any, odom_frame: str, base_frame: str, tf: bool
     ) -> None:
-        self.odom = Odometry()
         self.frames = (odom_frame, base_frame)
+        odom = Odometry()
+        odom.header.frame_id, odom.child_frame_id = odom_frame, base_frame
+        self.odom = cdr.FixedMessage(odom, 'header.stamp', ODOMETRY_FIELDS)
         self.odom_pub = node.create_lifecycle_publisher(
             Odometry, '~/out/odometry', odom_qos, qos_overriding_options=OVERRIDABLE
         )
-        self.tf = TFMessage(transforms=[TransformStamped()])
+        t = TransformStamped()
+        t.header.frame_id, t.child_frame_id = odom_frame, base_frame
+        self.tf = cdr.FixedMessage(
+            TFMessage(transforms=[t]), 'transforms[0].header.stamp', TF_FIELDS
+        )
         tf_qos = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
         self.tf_pub = (
             node.create_lifecycle_publisher(TFMessage, graph.TF_TOPIC, tf_qos) if tf else None
         )
 
-    def fill(self, ego: EgoState, stamp: Time) -> None:
-        """The ego at ``stamp`` into both messages."""
-        fill_odometry(self.odom, ego, stamp, *self.frames)
+    def fill(self, ego: EgoState, stamp_ns: int) -> None:
+        """The ego at ``stamp_ns`` into both messages."""
+        values = odometry_values(ego)
+        self.odom.write(stamp_ns, values)
         if self.tf_pub is not None:
-            t = self.tf.transforms[0]
-            t.header.stamp = stamp
-            t.header.frame_id, t.child_frame_id = self.frames
-            pose = self.odom.pose.pose
-            t.transform.translation.x, t.transform.translation.y = pose.position.x, pose.position.y
-            t.transform.rotation = pose.orientation
+            self.tf.write(stamp_ns, values[:4])
 
     def publish(self) -> None:
         """Odometry first (the planner transforms the objects with it), then /tf."""
-        self.odom_pub.publish(self.odom)
+        self.odom_pub.publish(self.odom.payload())
         if self.tf_pub is not None:
-            self.tf_pub.publish(self.tf)
+            self.tf_pub.publish(self.tf.payload())
 
 
 #: Class names of rt_fusion_msgs/Object's classes, as vision_msgs class ids.
