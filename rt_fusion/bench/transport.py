@@ -9,7 +9,6 @@ import contextlib
 import functools
 import json
 import os
-import socket
 import struct
 import subprocess
 import sys
@@ -22,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from rt_fusion.bench import peers
+from rt_fusion.core import linux
 
 PATHS = ('shm', 'fast', 'ros', 'ros_large', 'floor', 'iceoryx2', 'zenoh')
 
@@ -357,12 +357,6 @@ def _line(proc: subprocess.Popen[str], prefix: str, timeout_s: float) -> str:
     raise RuntimeError(f'{proc.args!r}: no {prefix.strip()} line (exit {proc.poll()}):\n{err}')
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(('127.0.0.1', 0))
-        return int(sock.getsockname()[1])
-
-
 @contextlib.contextmanager
 def busy_cores(on: bool) -> Iterator[int]:
     """While open, a busy loop per core (``on``), as the vehicle's shared cores are: yields how
@@ -399,7 +393,7 @@ def run_path(
         plan_json = json.dumps(plan)
         me = [sys.executable, '-m', 'rt_fusion_tools.bench_transport']
         common = ['--path', path, '--plan', plan_json, '--fifo', fifo, '--segment', segment]
-        endpoints = [f'tcp/127.0.0.1:{_free_port()}' for _ in range(readers)]
+        endpoints = [f'tcp/127.0.0.1:{linux.free_port()}' for _ in range(readers)]
         procs = []
         for k in range(readers):
             rd = subprocess.Popen(

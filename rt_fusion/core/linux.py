@@ -26,6 +26,7 @@ import errno
 import mmap
 import os
 import platform
+import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -210,6 +211,13 @@ def stop_on_signals() -> None:
 
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, _interrupt)
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 nobody listens on now (an operator page, a benchmark's peers)."""
+    with socket.socket() as probe:
+        probe.bind(('127.0.0.1', 0))
+        return int(probe.getsockname()[1])
 
 
 def can_udp_port() -> int:

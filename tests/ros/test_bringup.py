@@ -4,6 +4,7 @@ and resume the graph over ``std_srvs/Trigger``; a node that fails is named with 
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -118,6 +119,43 @@ def test_an_optional_node_that_fails_is_left_out_and_the_rest_comes_up(graph: An
     assert _labels(nodes) == {'calibration': 'unconfigured', 'planner': 'active'}
 
 
+@contextlib.contextmanager
+def _lifecycle_services(
+    procs: Any, name: str, get_state: Callable[..., Any], change_state: Callable[..., Any]
+) -> Iterator[None]:
+    """A node in this process on the test's domain that offers only ``<name>/get_state`` and
+    ``<name>/change_state`` with the given callbacks, spun by its own executor while open."""
+    import rclpy  # noqa: PLC0415
+    from lifecycle_msgs.srv import ChangeState, GetState  # noqa: PLC0415
+    from rclpy.callback_groups import ReentrantCallbackGroup  # noqa: PLC0415
+    from rclpy.executors import MultiThreadedExecutor  # noqa: PLC0415
+
+    with ros_context(int(procs.env['ROS_DOMAIN_ID'])) as context:
+        node = rclpy.create_node(name, context=context)
+        group = ReentrantCallbackGroup()
+        node.create_service(GetState, f'{name}/get_state', get_state, callback_group=group)
+        node.create_service(
+            ChangeState, f'{name}/change_state', change_state, callback_group=group
+        )
+        executor = MultiThreadedExecutor(num_threads=3, context=context)
+        executor.add_node(node)
+        stop = threading.Event()
+
+        def spin() -> None:
+            while not stop.is_set():
+                executor.spin_once(timeout_sec=0.05)
+
+        spinner = threading.Thread(target=spin, daemon=True)
+        spinner.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            spinner.join(5)
+            executor.shutdown()
+            node.destroy_node()
+
+
 @pytest.mark.parametrize('signum', ['SIGINT', 'SIGTERM'])
 def test_a_stop_while_a_call_is_unanswered_ends_the_process_at_once(
     signum: str, procs: Any
@@ -128,11 +166,6 @@ def test_a_stop_while_a_call_is_unanswered_ends_the_process_at_once(
     import os  # noqa: PLC0415
     import signal  # noqa: PLC0415
 
-    import rclpy  # noqa: PLC0415
-    from lifecycle_msgs.srv import ChangeState, GetState  # noqa: PLC0415
-    from rclpy.callback_groups import ReentrantCallbackGroup  # noqa: PLC0415
-    from rclpy.executors import MultiThreadedExecutor  # noqa: PLC0415
-
     asked = threading.Event()
     release = threading.Event()
 
@@ -141,22 +174,7 @@ def test_a_stop_while_a_call_is_unanswered_ends_the_process_at_once(
         release.wait(600)
         return res
 
-    domain = int(procs.env['ROS_DOMAIN_ID'])
-    with ros_context(domain) as context:
-        ghost = rclpy.create_node('ghost', context=context)
-        group = ReentrantCallbackGroup()
-        ghost.create_service(GetState, 'ghost/get_state', never, callback_group=group)
-        ghost.create_service(ChangeState, 'ghost/change_state', never, callback_group=group)
-        executor = MultiThreadedExecutor(num_threads=2, context=context)
-        executor.add_node(ghost)
-        stop = threading.Event()
-
-        def spin() -> None:
-            while not stop.is_set():
-                executor.spin_once(timeout_sec=0.05)
-
-        spinner = threading.Thread(target=spin, daemon=True)
-        spinner.start()
+    with _lifecycle_services(procs, 'ghost', never, never):
         try:
             proc = procs.node(
                 'bringup_node', '-r', '__node:=bringup', '-p', 'nodes:=[ghost]',
@@ -168,10 +186,6 @@ def test_a_stop_while_a_call_is_unanswered_ends_the_process_at_once(
             assert any('stopped before the graph was up' in x for x in proc.stderr), proc.tail()
         finally:
             release.set()
-            stop.set()
-            spinner.join(5)
-            executor.shutdown()
-            ghost.destroy_node()
 
 
 def test_a_lost_get_state_answer_is_asked_again_and_the_node_comes_up(procs: Any) -> None:
@@ -179,11 +193,7 @@ def test_a_lost_get_state_answer_is_asked_again_and_the_node_comes_up(procs: Any
     response can be lost: "failed to send response (timeout)") is asked again instead of being
     declared 'unknown' and stopping the graph. Before: the bring-up failed on the first
     unanswered call."""
-    import rclpy  # noqa: PLC0415
     from lifecycle_msgs.msg import State, Transition  # noqa: PLC0415
-    from lifecycle_msgs.srv import ChangeState, GetState  # noqa: PLC0415
-    from rclpy.callback_groups import ReentrantCallbackGroup  # noqa: PLC0415
-    from rclpy.executors import MultiThreadedExecutor  # noqa: PLC0415
 
     state = {'id': State.PRIMARY_STATE_UNCONFIGURED, 'asked': 0}
     release = threading.Event()
@@ -208,22 +218,7 @@ def test_a_lost_get_state_answer_is_asked_again_and_the_node_comes_up(procs: Any
             state['id'] = after
         return res
 
-    domain = int(procs.env['ROS_DOMAIN_ID'])
-    with ros_context(domain) as context:
-        slow = rclpy.create_node('slow', context=context)
-        group = ReentrantCallbackGroup()
-        slow.create_service(GetState, 'slow/get_state', get_state, callback_group=group)
-        slow.create_service(ChangeState, 'slow/change_state', change_state, callback_group=group)
-        executor = MultiThreadedExecutor(num_threads=3, context=context)
-        executor.add_node(slow)
-        stop = threading.Event()
-
-        def spin() -> None:
-            while not stop.is_set():
-                executor.spin_once(timeout_sec=0.05)
-
-        spinner = threading.Thread(target=spin, daemon=True)
-        spinner.start()
+    with _lifecycle_services(procs, 'slow', get_state, change_state):
         try:
             proc = procs.node(
                 'bringup_node', '-r', '__node:=bringup', '-p', 'nodes:=[slow]',
@@ -235,7 +230,3 @@ def test_a_lost_get_state_answer_is_asked_again_and_the_node_comes_up(procs: Any
             proc.stop()
         finally:
             release.set()
-            stop.set()
-            spinner.join(5)
-            executor.shutdown()
-            slow.destroy_node()

@@ -136,25 +136,22 @@ def _step(obj: Any, part: str) -> Any:
     return getattr(obj, part)
 
 
-def _resolve(msg: Any, path: str) -> tuple[Any, str | int]:
-    """(the object holding the last step of ``path``, that step): 'a.b.c', 'a.cov[7]',
-    'list[0].b'."""
-    *parents, last = path.split('.')
-    obj = msg
-    for part in parents:
-        obj = _step(obj, part)
-    if last.endswith(']'):
-        name, index = last[:-1].split('[')
-        return getattr(obj, name), int(index)
-    return obj, last
+def _get(msg: Any, path: str) -> Any:
+    """The field at ``path`` ('a.b', 'a[0].b')."""
+    for part in path.split('.'):
+        msg = _step(msg, part)
+    return msg
 
 
 def _set(msg: Any, path: str, value: float) -> None:
-    holder, key = _resolve(msg, path)
-    if isinstance(key, int):
-        holder[key] = value
+    """Sets the field at ``path`` ('a.b.c', 'a.cov[7]', 'list[0].b')."""
+    parent, _, last = path.rpartition('.')
+    holder = _get(msg, parent) if parent else msg
+    if last.endswith(']'):
+        name, index = last[:-1].split('[')
+        getattr(holder, name)[int(index)] = value
     else:
-        setattr(holder, key, value)
+        setattr(holder, last, value)
 
 
 class FixedMessage:
@@ -170,9 +167,7 @@ class FixedMessage:
     def __init__(self, template: Any, stamp_path: str, fields: tuple[str, ...]) -> None:
         from rclpy.serialization import serialize_message  # noqa: PLC0415
 
-        stamp = template
-        for part in stamp_path.split('.'):
-            stamp = _step(stamp, part)
+        stamp = _get(template, stamp_path)
         stamp.sec, stamp.nanosec = _PROBE_STAMP
         probes = [12345.0 + k / 8 for k in range(len(fields))]
         for path, value in zip(fields, probes, strict=True):

@@ -9,7 +9,6 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from builtin_interfaces.msg import Time
 from geometry_msgs.msg import TransformStamped
 from nav_msgs.msg import Odometry
 from rclpy.qos import QoSProfile, ReliabilityPolicy
@@ -105,19 +104,6 @@ def object_columns(fused: FusedFrame) -> dict[str, npt.NDArray[Any]]:
     }
 
 
-def fill_odometry(odom: Any, ego: EgoState, stamp: Time, odom_frame: str, base_frame: str) -> None:
-    """The ego's dead-reckoned pose and twist into a ``nav_msgs/Odometry`` (reused: its
-    covariance arrays are not rebuilt every frame)."""
-    odom.header.stamp = stamp
-    odom.header.frame_id, odom.child_frame_id = odom_frame, base_frame
-    odom.pose.pose.position.x, odom.pose.pose.position.y = ego.x, ego.y
-    _heading(odom.pose.pose.orientation, ego.yaw)
-    odom.twist.twist.linear.x, odom.twist.twist.angular.z = ego.v, ego.yaw_rate
-    # Covariances (row-major 6x6: x y z roll pitch yaw): dead reckoning's drift, speed's std.
-    odom.pose.covariance[0] = odom.pose.covariance[7] = ego.xy_std**2
-    odom.twist.covariance[0] = ego.v_std**2
-
-
 def radar_objects_in(objects: Any) -> tuple[list[RadarObjectIn], int]:
     """``rt_fusion_msgs/RadarObject`` entries as the fusion core takes them, and how many were
     dropped for a non-finite position or velocity."""
@@ -184,7 +170,7 @@ class ObjectsOut:
         return published_ns
 
 
-#: The float64 fields of the fusion's Odometry that change (fill_odometry's), and of its /tf.
+#: The float64 fields of the fusion's Odometry that change from frame to frame, and of its /tf.
 ODOMETRY_FIELDS = (
     'pose.pose.position.x', 'pose.pose.position.y', 'pose.pose.orientation.z',
     'pose.pose.orientation.w', 'twist.twist.linear.x', 'twist.twist.angular.z',
@@ -197,7 +183,9 @@ TF_FIELDS = (
 
 
 def odometry_values(ego: EgoState) -> tuple[float, ...]:
-    """The values of :data:`ODOMETRY_FIELDS` for ``ego``, as :func:`fill_odometry` sets them."""
+    """The values of :data:`ODOMETRY_FIELDS` for ``ego``: its dead-reckoned pose (a pure
+    heading) and speed, and the covariances (row-major 6x6: x y z roll pitch yaw) of dead
+    reckoning's drift and of the speed."""
     z, w = math.sin(ego.yaw / 2), math.cos(ego.yaw / 2)
     xy_var = ego.xy_std**2
     return (ego.x, ego.y, z, w, ego.v, ego.yaw_rate, xy_var, xy_var, ego.v_std**2)
@@ -212,7 +200,6 @@ class PoseOut:
     def __init__(
         self, node: Any, odom_qos: Any, odom_frame: str, base_frame: str, tf: bool
     ) -> None:
-        self.frames = (odom_frame, base_frame)
         odom = Odometry()
         odom.header.frame_id, odom.child_frame_id = odom_frame, base_frame
         self.odom = cdr.FixedMessage(odom, 'header.stamp', ODOMETRY_FIELDS)

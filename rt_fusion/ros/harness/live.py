@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import socket
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -26,6 +25,7 @@ import yaml
 
 from rt_fusion.core.errors import RtFusionError
 from rt_fusion.core.evaluation import ledger
+from rt_fusion.core.linux import free_port  # noqa: F401 - the tools' and tests' name for it
 from rt_fusion.core.scenario.sensors import RIG
 from rt_fusion.ros import graph
 from rt_fusion.ros.harness import launching
@@ -48,13 +48,6 @@ RECORDINGS = (
 class LiveRunError(RtFusionError):
     """A live run's graph did not come up: which process died and its last error line, or what
     was still missing at the deadline."""
-
-
-def free_port() -> int:
-    """A TCP port nobody listens on now (for a run's operator page)."""
-    with socket.socket() as probe:
-        probe.bind(('127.0.0.1', 0))
-        return int(probe.getsockname()[1])
 
 
 def graph_env(default_domain: str) -> dict[str, str]:
