@@ -31,8 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from rt_fusion import report
+from rt_fusion.core import linux
 from rt_fusion.core.latency import summarize_ns
-from rt_fusion.ros.harness import launching, live
+from rt_fusion.ros.harness import launching
 
 ROOT = Path(__file__).resolve().parents[1]
 E2E = 'camera → trajectory (end to end)'
@@ -118,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     for k in range(args.pairs):  # alternated, so a drift of the machine's load hits both alike
         report.console.print(f'bench_viewer: pair {k + 1} of {args.pairs}')
         runs['no viewer'].append(demo(args, args.out / f'no_viewer_{k}', env))
-        port = live.free_port()
+        port = linux.free_port()
         stop = threading.Event()
 
         def client(port: int = port, stop: threading.Event = stop) -> None:

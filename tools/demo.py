@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from rt_fusion import report
+from rt_fusion.core import linux
 from rt_fusion.core.evaluation import ledger as ledgers
 from rt_fusion.core.evaluation.runs import score_restamped
 from rt_fusion.core.evaluation.truth import load_truth
@@ -129,7 +130,7 @@ def run(args: argparse.Namespace, env: dict[str, str]) -> dict[str, live.LiveRun
     phases = {'rt_fusion': False, 'conventional': True} if args.compare else {'rt_fusion': False}
     opts = live.LiveOptions(
         args.out, args.frames, args.seconds, args.settle, args.backend, args.device,
-        args.infer_period_s, args.cameras, args.viewer, live.free_port() if args.viewer else -1,
+        args.infer_period_s, args.cameras, args.viewer, linux.free_port() if args.viewer else -1,
     )  # fmt: skip
     if args.viewer:
         report.console.print(

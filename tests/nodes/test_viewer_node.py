@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
+from rt_fusion.core.linux import free_port
 from rt_fusion.ros.harness import launching
-from rt_fusion.ros.harness.live import free_port
 from rt_fusion.ros.viewer.client import listen
 from tests.conftest import VENV, ProcGroup, make_scenario, ros_context, wait_for
 

@@ -25,7 +25,6 @@ import yaml
 
 from rt_fusion.core.errors import RtFusionError
 from rt_fusion.core.evaluation import ledger
-from rt_fusion.core.linux import free_port  # noqa: F401 - the tools' and tests' name for it
 from rt_fusion.core.scenario.sensors import RIG
 from rt_fusion.ros import graph
 from rt_fusion.ros.harness import launching
