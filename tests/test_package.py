@@ -55,10 +55,11 @@ MODULE_TO_KEY = {
 # foxglove (foxglove-sdk): no rosdep key exists; the vehicle installs it from PyPI
 # (requirements-vehicle.txt) and viewer_node says so where it is missing.
 # Imported only where present; iceoryx2 and zenoh only by the transport benchmark's peers
-# (tools/bench_transport.py --peers; no rosdep key, no aarch64 wheel).
+# (tools/bench_transport.py --peers; no rosdep key, no aarch64 wheel). soundfile: the hearing's
+# training and its real-recording check only (rt_fusion/training/sounds.py).
 OPTIONAL = {
     'torch', 'tensorrt', 'pycuda', 'cuda', 'cupy', 'onnx2torch', 'onnx', 'foxglove', 'iceoryx2',
-    'zenoh',
+    'zenoh', 'soundfile',
 }  # fmt: skip
 IMPORT_CHECK = 'import rclpy, rt_fusion, rt_fusion_msgs.msg; print(rt_fusion_msgs.msg.ShmFrame)'
 ROS_MODULES = {'rclpy', 'rcl_interfaces', 'rosidl_runtime_py', 'launch', 'launch_ros'}

@@ -480,6 +480,7 @@ class TrajectoryNode(lifecycle.DeviceNode):
             'planner': self.planner.kind,
             'yielding_to_emergency': self.emergency.yielding,
             'emergency_episodes': self.emergency.episodes,
+            'emergency_unconfirmed': self.emergency.unconfirmed,
             'overruns': overruns,
             'lateness_p99_us': round(late.p99_us, 1) if late.count else '',
             'lateness_max_us': round(late.max_us, 1) if late.count else '',

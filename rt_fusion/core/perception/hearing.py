@@ -16,7 +16,9 @@ the whole signal (tested), so the training data and the node see the same number
 the context window, with its mean removed (gain invariance), to ``other``/``siren``/``horn``
 logits. :class:`AudioEventDetector` runs it every hop (100 ms) and turns probabilities into
 events with hysteresis: a class turns on after ``confirm_hops`` hops at or above
-``on_threshold`` and off after ``release_hops`` hops below ``off_threshold``. The onset stamp is
+``on_threshold`` (``siren_confirm_hops`` for a siren: 0.5 s, as a siren sounds for seconds and
+most sounds that resemble one for less) and off after ``release_hops`` hops below
+``off_threshold``. The onset stamp is
 the host time of the end of the first hop at or above the threshold.
 """
 
@@ -189,6 +191,12 @@ class HearingParams:
         'probability under which an event class turns off', default=0.4, low=0.0, high=1.0
     )
     confirm_hops: int = param('hops at or above on_threshold to turn on', default=2, low=1)
+    siren_confirm_hops: int = param(
+        'hops at or above on_threshold for a siren to turn on (a siren sounds for seconds, most '
+        'sounds that resemble one for less: a longer confirmation costs little)',
+        default=5,
+        low=1,
+    )
     release_hops: int = param('hops below off_threshold to turn off', default=3, low=1)
 
     def check(self) -> None:
@@ -298,7 +306,8 @@ class AudioEventDetector:
                 st.above = 0
             else:
                 st.below = 0
-            if not st.active and st.above >= p.confirm_hops:
+            need = p.siren_confirm_hops if cls == 'siren' else p.confirm_hops
+            if not st.active and st.above >= need:
                 st.active, st.onset_ns = True, st.first_above_ns
                 ev = AudioEvent(cls, prob, st.onset_ns, stamp_ns, True)
                 self.active[cls] = ev

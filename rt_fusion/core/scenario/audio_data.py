@@ -10,7 +10,11 @@ Sources (all mono float at ``RATE``):
 - **backgrounds**: road noise (low-passed white), wind (band noise with a slow gust envelope),
   engine (a firing-frequency harmonic series with drift), the real ``car_engine.wav`` and
   ``train.wav``, single steady beeps (a tone that is neither), and mixtures, at -50..-20 dBFS;
-- **confusers** taught as other: reversing beepers, steady pure tones over 700 Hz, chimes.
+- **confusers** taught as other: reversing beepers, steady pure tones over 700 Hz, chimes;
+- **real recordings** (:class:`RealPool`, from :mod:`rt_fusion.training.sounds`: sirens, horns
+  and everyday sounds of the training sources): real events, real sounds that are neither in the
+  foreground, and real sounds in the background, each through :func:`augment` (Doppler,
+  distance, reverberation).
 
 The real clips are split by time: the first :data:`REAL_SPLIT` of each trains, the rest is held
 out (``part='heldout'``) and never enters training. The horn clip's presses are labelled from
@@ -20,13 +24,16 @@ its level (the press is 20 dB over the rest). Scene seeds: ``[3_000_000, k]`` tr
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from rt_fusion.core.perception.hearing import AUDIO_CLASSES
 from rt_fusion.core.scenario.sensors import load_clip
 
 RATE = 48_000
@@ -67,6 +74,64 @@ class Clips:
         cut = int(len(full) * REAL_SPLIT['horn'])
         mask: npt.NDArray[np.bool_] = env >= thr
         return mask[:cut] if part == 'train' else mask[cut : cut + len(x)]
+
+
+@dataclasses.dataclass
+class RealPool:
+    """Real recordings by label at RATE; event clips cut to where their event sounds."""
+
+    siren: list[Signal]
+    horn: list[Signal]
+    other: list[Signal]
+
+    @classmethod
+    def from_clips(cls, clips: Sequence[Any]) -> RealPool:
+        """From clips with ``label``, ``x`` and ``mask`` (rt_fusion.training.sounds.RealClip)."""
+        by: dict[str, list[Signal]] = {'siren': [], 'horn': [], 'other': []}
+        for c in clips:
+            x = c.x if c.label == 'other' else c.x[c.mask]
+            if len(x) > RATE // 10:
+                by[c.label].append(np.asarray(x, np.float64))
+        return cls(by['siren'], by['horn'], by['other'])
+
+    def segment(self, rng: np.random.Generator, label: str, n: int) -> Signal:
+        """``n`` samples of a random clip of ``label`` from a random start (looped if short)."""
+        pool = getattr(self, label)
+        x = pool[int(rng.integers(len(pool)))]
+        start = int(rng.integers(0, max(1, len(x) - n)))
+        return np.resize(x[start:], n) if len(x) - start < n else x[start : start + n]
+
+
+def augment(rng: np.random.Generator, x: Signal) -> Signal:
+    """A recording as heard elsewhere: Doppler (a drifting 0.94-1.06 resampling factor),
+    distance (air absorption: a 2-8 kHz low-pass, half the time), a recorder's band (a quarter
+    of the time: through 8, 11.025 or 16 kHz sampling, as many recordings are) and
+    reverberation (an exponentially decaying noise tail, RT60 0.1-0.9 s, half the time); same
+    length."""
+    from scipy.signal import fftconvolve, lfilter, resample_poly  # noqa: PLC0415
+
+    n = len(x)
+    rate = rng.uniform(0.94, 1.06) + rng.uniform(-0.03, 0.03) * np.linspace(0, 1, n)
+    idx = np.cumsum(rate)
+    idx = idx - idx[0] + rng.uniform(0, max(0.0, len(x) - 1 - idx[-1] + idx[0]))
+    y = np.interp(idx % (len(x) - 1), np.arange(len(x)), x)
+    if rng.random() < 0.5:
+        a = 1 - math.exp(-2 * math.pi * rng.uniform(2000, 8000) / RATE)
+        y = lfilter([a], [1, -(1 - a)], y)
+    if rng.random() < 0.25:
+        low = int(rng.choice([8000, 11025, 16000]))
+        g = math.gcd(low, RATE)
+        y = resample_poly(resample_poly(y, low // g, RATE // g), RATE // g, low // g)[:n]
+        y = np.pad(y, (0, n - len(y)))
+    if rng.random() < 0.5:
+        rt60 = rng.uniform(0.1, 0.9)
+        t = np.arange(int(rt60 * RATE)) / RATE
+        ir = rng.normal(0, 1, len(t)) * np.exp(-6.9 * t / rt60)
+        ir[0] = 0.0
+        wet = fftconvolve(y, ir / max(float(np.linalg.norm(ir)), 1e-9))[:n]
+        y = y + rng.uniform(0.1, 0.6) * _at_dbfs(wet, 20 * math.log10(max(_rms(y), 1e-12)))
+    out: Signal = np.asarray(y, np.float64)
+    return out
 
 
 # --- generators (rng-driven) ------------------------------------------------------------------
@@ -120,8 +185,15 @@ def horn(rng: np.random.Generator, n: int, clips: Clips | None, part: str) -> Si
     return _at_dbfs(np.asarray(sig, np.float64), 0.0)
 
 
-def background(rng: np.random.Generator, n: int, clips: Clips | None, part: str) -> Signal:
-    """Road, wind, engine, real clips or a steady beep, mixed; unit RMS."""
+def background(
+    rng: np.random.Generator,
+    n: int,
+    clips: Clips | None,
+    part: str,
+    real: RealPool | None = None,
+) -> Signal:
+    """Road, wind, engine, real clips or a steady beep, mixed; unit RMS. With ``real``, a third
+    of the time one more part: a real sound that is neither siren nor horn."""
     from scipy.signal import lfilter  # noqa: PLC0415
 
     t = np.arange(n) / RATE
@@ -155,6 +227,8 @@ def background(rng: np.random.Generator, n: int, clips: Clips | None, part: str)
         else:
             x = rng.normal(0, 1, n)
         parts.append(_at_dbfs(np.asarray(x, np.float64), rng.uniform(-12, 0)))
+    if real is not None and real.other and rng.random() < 0.33:
+        parts.append(_at_dbfs(augment(rng, real.segment(rng, 'other', n)), rng.uniform(-12, 0)))
     return _at_dbfs(np.sum(parts, axis=0), 0.0)
 
 
@@ -181,25 +255,44 @@ def window_example(
     clips: Clips | None,
     part: str,
     min_cover_s: float = 0.15,
+    real: RealPool | None = None,
+    real_share: float = 0.5,
 ) -> tuple[Signal, int]:
     """A ``seconds`` long mixture and its label (index in AUDIO_CLASSES) for its last window.
 
     The event (a third of the examples have none) covers the last ``cover`` seconds of the
     signal, at least ``min_cover_s`` (so that onsets are learnt), at an SNR of -6..+24 dB
-    against the background.
+    against the background. With ``real``, ``real_share`` of the events are real recordings
+    (augmented), and as many of the windows without one have a real sound that is neither in
+    the foreground, starting anywhere in the window.
     """
     n = round(seconds * RATE)
-    bg = _at_dbfs(background(rng, n, clips, part), rng.uniform(-50, -20))
-    label = int(rng.choice([0, 1, 2], p=[0.34, 0.33, 0.33]))
+    bg = _at_dbfs(background(rng, n, clips, part, real), rng.uniform(-50, -20))
+    label = int(rng.choice([0, 1, 2], p=[0.4, 0.3, 0.3] if real else [0.34, 0.33, 0.33]))
+    level = 20 * math.log10(max(_rms(bg), 1e-9)) + rng.uniform(-6, 24)
     if label == 0:
-        if rng.random() < 0.4:  # a tonal sound that is neither: taught as other
-            level = 20 * math.log10(max(_rms(bg), 1e-9)) + rng.uniform(-6, 24)
+        u = rng.random()
+        if real is not None and real.other and u < real_share:
+            m = round(rng.uniform(0.1, 1.0) * n)
+            fg = augment(rng, real.segment(rng, 'other', m)) * np.minimum(
+                1.0, np.arange(m) / (0.005 * RATE)
+            )
+            start = int(rng.integers(0, n - m + 1))
+            bg = bg.copy()
+            bg[start : start + m] += _at_dbfs(fg, level)
+            return np.clip(bg, -1, 1), 0
+        if u < real_share + (1 - real_share) * 0.4:  # a tonal sound that is neither: other
             bg = np.clip(bg + _at_dbfs(confuser(rng, n), level), -1, 1)
         return bg, 0
     cover = rng.uniform(min_cover_s, seconds) if rng.random() < 0.5 else seconds
     m = round(cover * RATE)
-    ev = siren(rng, m) if label == 1 else horn(rng, m, clips, part)
-    level = 20 * math.log10(max(_rms(bg), 1e-9)) + rng.uniform(-6, 24)
+    kind = AUDIO_CLASSES[label]
+    if real is not None and getattr(real, kind) and rng.random() < real_share:
+        ev = augment(rng, real.segment(rng, kind, m))
+    else:
+        ev = siren(rng, m) if label == 1 else horn(rng, m, clips, part)
+        if real is not None and rng.random() < 0.5:  # generated events heard elsewhere too
+            ev = augment(rng, ev)
     ramp = np.minimum(1.0, np.arange(m) / (0.01 * RATE))  # 10 ms attack
     out = bg.copy()
     out[n - m :] += _at_dbfs(ev, level) * ramp

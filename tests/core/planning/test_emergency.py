@@ -79,7 +79,7 @@ def test_the_ego_slows_and_keeps_right_for_the_emergency_vehicle_and_not_without
 
 
 def test_reports_below_the_probability_floor_and_old_ones_do_not_yield() -> None:
-    ev = EmergencyYield(EmergencyParams(hold_s=2.0, min_probability=0.5))
+    ev = EmergencyYield(EmergencyParams(hold_s=2.0, min_probability=0.5, confirm_s=0.0))
     base = PlannerParams(desired_speed=15.0)
     ev.report(0, [0.3])
     assert ev.goal(base, 10**8) is base
@@ -88,3 +88,32 @@ def test_reports_below_the_probability_floor_and_old_ones_do_not_yield() -> None
     assert (goal.desired_speed, goal.preferred_offset) == (8.0, -0.875)
     assert ev.goal(base, 3 * 10**9 + 1) is base  # 2 s after the last report
     assert ev.episodes == 1
+
+
+def _reports(ev: EmergencyYield, base: PlannerParams, t0: float, t1: float) -> list[bool]:
+    """Reports at 20 Hz from t0 to t1 [s]; whether the planner yielded after each."""
+    out = []
+    for k in range(round((t1 - t0) * 20)):
+        now = round((t0 + k / 20) * 1e9)
+        ev.report(now, [0.9])
+        out.append(ev.goal(base, now) is not base)
+    return out
+
+
+def test_a_single_false_siren_does_not_make_the_ego_yield_a_lasting_one_does() -> None:
+    """A false siren next to a fast car: the fusion reports an emergency vehicle for as long as
+    the hearing's event lasts (a few hops). Below confirm_s the planner does not yield; a report
+    that goes on does, confirm_s after it began; a gap longer than confirm_s starts again."""
+    p = EmergencyParams(confirm_s=1.0, hold_s=3.0)
+    base = PlannerParams(desired_speed=15.0)
+    ev = EmergencyYield(p)
+    assert not any(_reports(ev, base, 0.0, 0.6))  # a false siren: 0.6 s of reports
+    assert ev.goal(base, round(1.0e9)) is base and ev.episodes == 0
+    assert not any(_reports(ev, base, 2.0, 2.9))  # another, 1.4 s later: a new run
+    assert ev.unconfirmed == 1
+    yielded = _reports(ev, base, 5.0, 8.0)  # a real siren: 3 s of reports
+    first = yielded.index(True)
+    assert first == 20 and all(yielded[first:]), first  # from 1.0 s after the run began
+    assert ev.episodes == 1 and ev.unconfirmed == 2
+    assert ev.goal(base, round(10.9e9)) is not base  # held 3 s after the last report
+    assert ev.goal(base, round(11.1e9)) is base
