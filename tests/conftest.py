@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import collections
 import contextlib
-import fcntl
 import hashlib
-import itertools
 import json
 import os
 import queue
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -22,20 +18,33 @@ from typing import Any
 
 import pytest
 
+from rt_fusion.core import domains
 from rt_fusion.ros.harness.launching import group_processes
 
 ROOT = Path(__file__).resolve().parents[1]
 # The venv the tests run in: .venv (Jazzy, the default) or .venv-kilted (ROS_DISTRO=kilted).
 VENV = Path(sys.prefix)
 SHARED_DATA = ROOT.parent / 'shared' / 'data'
-_domain_counter = itertools.count()
-# Machine-wide leases on the test domains: two pytest runs on one machine (a suite beside
-# another, or beside a developer's single test) once shared a domain, and one's listener took
-# the other's frame descriptors. Each process holds a lock file per domain it handed out, for
-# its last LEASES_HELD domains (what its current test can still be using).
-LEASE_DIR = Path(tempfile.gettempdir()) / 'rt_fusion_test_domains'
+# Each test process holds the leases of its last LEASES_HELD domains (what its current test can
+# still be using).
 LEASES_HELD = 16
-_leases: collections.deque[int] = collections.deque()
+
+
+#: Test folders that never touch ROS (the ROS-free core, the inference backends, the real-time
+#: helpers): their results do not depend on the ROS 2 distribution, so CI runs them on one
+#: (marked ``ros_free``; ``.ci/run``'s Kilted tier leaves them out). Fast DDS's own shared-memory
+#: files differ between releases: that test of the core runs on both.
+ROS_FREE_DIRS = ('core', 'inference', 'rt_kernel')
+ROS_FREE_EXCEPT = ('core/test_dds_shm.py',)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Marks the tests of ROS_FREE_DIRS ``ros_free``."""
+    tests = ROOT / 'tests'
+    for item in items:
+        rel = item.path.relative_to(tests).as_posix()
+        if rel.split('/')[0] in ROS_FREE_DIRS and rel not in ROS_FREE_EXCEPT:
+            item.add_marker(pytest.mark.ros_free)
 
 
 def shared_file(rel: str) -> Path:
@@ -129,29 +138,12 @@ def sweep_dead_dds() -> int:
 
 
 def lease_domain() -> int:
-    """A ROS domain in 1-101 (on Linux, Fast DDS ports of higher domains can collide with
-    ephemeral ports) that no other process on this machine holds, leased until this process
-    has taken LEASES_HELD more (or exits). Where all are held: one anyway, as before leases."""
-    start = (os.getpid() * 7 + next(_domain_counter)) % 101
-    with contextlib.suppress(OSError):
-        LEASE_DIR.mkdir(mode=0o777, exist_ok=True)
-    for i in range(101):
-        domain = 1 + (start + i) % 101
-        try:
-            fd = os.open(LEASE_DIR / f'{domain}.lock', os.O_CREAT | os.O_RDWR, 0o666)
-        except OSError:
-            return 1 + start  # no lease directory: unleased, as before
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # per open file: ours conflict too
-        except BlockingIOError:
-            os.close(fd)
-            continue
-        _leases.append(fd)
-        while len(_leases) > LEASES_HELD:
-            os.close(_leases.popleft())
-        sweep_dead_dds()
-        return domain
-    return 1 + start
+    """A ROS domain no other process on this machine holds (:func:`rt_fusion.core.domains.lease`:
+    two pytest runs, or a suite and an evaluation, once shared one), its dead Fast DDS segments
+    swept."""
+    domain = domains.lease(LEASES_HELD)
+    sweep_dead_dds()
+    return domain
 
 
 def ros_env(domain_id: int | None = None) -> dict[str, str]:

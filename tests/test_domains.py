@@ -1,5 +1,5 @@
-"""The test domains' machine-wide leases (tests/conftest.py): two pytest runs on one machine
-never hand out the same ROS domain at the same time."""
+"""Machine-wide ROS domain leases (rt_fusion/core/domains.py): two pytest runs, or a test run
+and a tool's graph (evaluation, demo, benchmark), never get the same domain at the same time."""
 
 from __future__ import annotations
 
@@ -8,7 +8,10 @@ import os
 import subprocess
 import sys
 
-from tests.conftest import LEASE_DIR, LEASES_HELD, ROOT, lease_domain
+import pytest
+
+from rt_fusion.core.domains import LEASE_DIR
+from tests.conftest import LEASES_HELD, ROOT, lease_domain
 
 
 def test_a_second_process_gets_none_of_the_domains_this_one_holds() -> None:
@@ -49,3 +52,20 @@ def test_a_process_releases_its_oldest_domain_after_leases_held_more() -> None:
 
     assert free(taken[0])
     assert not any(free(d) for d in taken[1:])
+
+
+def test_a_tool_s_graph_gets_a_domain_no_test_holds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tool started without ROS_DOMAIN_ID (an evaluation beside the suite) leases its own;
+    one the user set is kept."""
+    from rt_fusion.ros.harness import live  # noqa: PLC0415
+
+    ours = {lease_domain() for _ in range(LEASES_HELD)}
+    monkeypatch.delenv('ROS_DOMAIN_ID', raising=False)
+    code = 'from rt_fusion.ros.harness import live; print(live.graph_env()["ROS_DOMAIN_ID"])'
+    child = subprocess.run(
+        [sys.executable, '-c', code], cwd=ROOT, capture_output=True, text=True, timeout=120,
+        check=True,
+    )  # fmt: skip
+    assert int(child.stdout) not in ours and 1 <= int(child.stdout) <= 101
+    monkeypatch.setenv('ROS_DOMAIN_ID', '77')
+    assert live.graph_env()['ROS_DOMAIN_ID'] == '77'

@@ -176,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not launching.available():
         raise SystemExit(f'bench_fusion_node: {launching.LaunchUnavailableError()}')
-    env = live.graph_env('44')
+    env = live.graph_env()
     args.out.mkdir(parents=True, exist_ok=True)
     scenario = args.out / f'crowd_{args.objects}_seed{args.seed}.yaml'
     scenario.write_text(yaml.safe_dump(crowd(args.objects, args.seed), sort_keys=False))

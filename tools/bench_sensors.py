@@ -28,6 +28,7 @@ from pathlib import Path
 
 import cv2
 
+from rt_fusion.core import domains
 from rt_fusion.ros import graph
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -67,7 +68,7 @@ def _diag(lines: list[str], part: str) -> dict[str, str]:
 def _env() -> dict[str, str]:
     return dict(
         os.environ,
-        ROS_DOMAIN_ID=str(20 + os.getpid() % 30),
+        ROS_DOMAIN_ID=domains.from_env_or_lease(),
         ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST',
         PYTHONUNBUFFERED='1',
     )

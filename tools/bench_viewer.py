@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from rt_fusion import report
-from rt_fusion.core import linux
+from rt_fusion.core import domains, linux
 from rt_fusion.core.latency import summarize_ns
 from rt_fusion.ros.harness import launching
 
@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from rt_fusion.ros.viewer.client import listen  # noqa: PLC0415
 
-    env = dict(os.environ, ROS_DOMAIN_ID=os.environ.get('ROS_DOMAIN_ID', '43'))
+    env = dict(os.environ, ROS_DOMAIN_ID=domains.from_env_or_lease())
     domain = env['ROS_DOMAIN_ID']
     runs: dict[str, list[dict[str, Any]]] = {'no viewer': [], 'viewer + client': []}
     got: dict[str, Any] = {}

@@ -156,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     if not launching.available():
         raise SystemExit(f'demo: {launching.LaunchUnavailableError()}')
-    env = live.graph_env('42')
+    env = live.graph_env()
     args.out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     try:

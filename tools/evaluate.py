@@ -45,6 +45,7 @@ import yaml
 from rich.console import Console
 
 from rt_fusion import report
+from rt_fusion.core import domains
 from rt_fusion.core import evaluation as ev
 from rt_fusion.core.evaluation import runs
 from rt_fusion.core.evaluation.truth import load_truth
@@ -231,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
         args.out.mkdir(parents=True, exist_ok=True)
         args.config = args.out / f'config_zoom{args.zoom:g}.yaml'
         args.config.write_text(yaml.safe_dump(config, sort_keys=False))
-    os.environ.setdefault('ROS_DOMAIN_ID', str(1 + os.getpid() % 100))
+    os.environ['ROS_DOMAIN_ID'] = domains.from_env_or_lease()
     os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
     # SIGTERM (a timeout, CI) ends the run through the finally blocks: the graph is stopped.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))

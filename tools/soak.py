@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from rt_fusion import report
+from rt_fusion.core import domains
 from rt_fusion.core.latency import summarize_ns
 from rt_fusion.report import plots
 from rt_fusion.ros import graph
@@ -79,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.sample_s <= 0 or args.minutes * 60 < 2 * args.sample_s:
         parser.error('--minutes must span at least two samples of --sample-s')
-    domain = os.environ.get('ROS_DOMAIN_ID', '43')
+    domain = domains.from_env_or_lease()
     os.environ.update(ROS_DOMAIN_ID=domain, ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST')
     args.out.mkdir(parents=True, exist_ok=True)
 

@@ -33,6 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from rt_fusion.core import domains
 from rt_fusion.ros import graph
 from rt_fusion.ros.harness import netns
 
@@ -218,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     env = {
         **os.environ,
-        'ROS_DOMAIN_ID': os.environ.get('ROS_DOMAIN_ID', '45'),
+        'ROS_DOMAIN_ID': domains.from_env_or_lease(),
         'ROS_AUTOMATIC_DISCOVERY_RANGE': 'SUBNET',
         'PYTHONUNBUFFERED': '1',
     }

@@ -12,13 +12,13 @@ over the readers.
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from rt_fusion.bench import transport as bt
+from rt_fusion.core import domains
 from rt_fusion.core.latency import LatencySummary, summarize_ns
 
 #: rt_fusion's own paths (the ones whose losses count against it).
@@ -90,10 +90,10 @@ def run(
     conditions = [(n, load) for load in loads for n in readers]
     for c, (n, load) in enumerate(conditions):
         order = list(paths[c % len(paths) :]) + list(paths[: c % len(paths)])
-        for i, path in enumerate(order):
+        for path in order:
             step(f'{path}: {n} reader(s), {"loaded" if load else "quiet"}')
-            # The caller's ROS domain when it has one (a test's own); the runs take turns.
-            domain = int(os.environ.get('ROS_DOMAIN_ID') or 1 + (os.getpid() + 7 * c + i) % 100)
+            # The caller's ROS domain when it has one (a test's own), else one leased per run.
+            domain = int(domains.from_env_or_lease())
             raw = bt.run_path(path, plan, domain=domain, readers=n, load=load)
             cells += _cells(path, plan, raw, n, load)
     return cells

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rt_fusion.core import domains
 from rt_fusion.core.linux import can_udp_port
 from rt_fusion.core.protocols import xsens
 from rt_fusion.core.protocols.ars408 import (
@@ -176,7 +177,7 @@ def bench_nodes(quick: bool, root: Path, data: Path) -> dict[str, float]:
     from the repository ``root`` on the recordings in ``data``."""
     env = dict(
         os.environ,
-        ROS_DOMAIN_ID=str(60 + os.getpid() % 40),
+        ROS_DOMAIN_ID=domains.from_env_or_lease(),
         ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST',
         PYTHONUNBUFFERED='1',
     )

@@ -23,6 +23,7 @@ from typing import Any
 
 import yaml
 
+from rt_fusion.core import domains
 from rt_fusion.core.errors import RtFusionError
 from rt_fusion.core.evaluation import ledger
 from rt_fusion.core.scenario.sensors import RIG
@@ -49,13 +50,13 @@ class LiveRunError(RtFusionError):
     was still missing at the deadline."""
 
 
-def graph_env(default_domain: str) -> dict[str, str]:
+def graph_env() -> dict[str, str]:
     """The environment of a tool's graph: this one, with its ROS domain (``ROS_DOMAIN_ID`` if
-    set, else ``default_domain``), localhost discovery and unbuffered output; this process's
-    own domain and discovery set to the same."""
+    set, else one leased machine-wide: :mod:`rt_fusion.core.domains`), localhost discovery and
+    unbuffered output; this process's own domain and discovery set to the same."""
     env = dict(
         os.environ,
-        ROS_DOMAIN_ID=os.environ.get('ROS_DOMAIN_ID', default_domain),
+        ROS_DOMAIN_ID=domains.from_env_or_lease(),
         ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST',
         PYTHONUNBUFFERED='1',
     )
