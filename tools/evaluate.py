@@ -22,7 +22,8 @@ motion. ``--ablate`` adds runs with an input switched off through parameters: ``
 
 Per run: ``OUT/<scenario>-s<seed>/<variant>/metrics.json``, ``timing.json``, ``run.png``,
 ``graph.log``; a table, and a last line ``RESULT precision=… recall=… … frames_fused=…`` (the
-fused runs' aggregate; ``collisions_seen``: plans overlapping an actor a sensor had seen).
+fused runs' aggregate, with ``--no-fused`` the first ablation's; ``collisions_seen``: plans
+overlapping an actor a sensor had seen).
 
 ``--closed-loop`` runs ``launch/sim.launch.py`` instead: the planner's trajectories drive the
 ego (:mod:`rt_fusion.core.scenario.closed_loop`), and the run is also scored by what the ego did
@@ -93,6 +94,11 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         '--calibration', type=Path, help='calibration file of the graph (the scenario rig)'
     )
     parser.add_argument('--ablate', default='', help='also: radar_only,camera_only,radar_tracks')
+    parser.add_argument(
+        '--no-fused',
+        action='store_true',
+        help="only the --ablate runs (the RESULT line is then the first ablation's)",
+    )
     parser.add_argument('--config', type=Path, default=CONFIG, help='parameter file of the graph')
     parser.add_argument('--gate', type=float, default=2.0, help='match gate [m]')
     parser.add_argument(
@@ -118,7 +124,12 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         parser.error(f'--camera: {err}')
     if args.closed_loop and args.bag is not None:
         parser.error('--closed-loop simulates a scenario: give --scenario or --scenario-file')
-    args.variants = ['fused', *[v for v in args.ablate.split(',') if v]]
+    args.variants = [
+        *([] if args.no_fused else ['fused']),
+        *[v for v in args.ablate.split(',') if v],
+    ]
+    if not args.variants:
+        parser.error('--no-fused needs --ablate: nothing would run')
     for v in args.variants:
         try:
             lockstep.overrides(v)  # unknown names fail here, before anything runs
@@ -285,7 +296,7 @@ def report_runs(
         for line in regressions:
             print(f'REGRESSION {line}')
         status = 1 if regressions else 0
-    fields = runs.result_fields(aggregate['fused'], args.closed_loop)
+    fields = runs.result_fields(aggregate[args.variants[0]], args.closed_loop)
     print('RESULT ' + ' '.join(f'{k}={v}' for k, v in fields.items()), flush=True)
     return status
 

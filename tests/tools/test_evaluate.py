@@ -274,9 +274,10 @@ def test_the_fusion_places_the_camera_by_the_calibration_file(tmp_path: Path) ->
     for name, extra in (('straight', ()), ('matching', turned + matching), ('wrong', turned)):
         proc = _evaluate(
             '--scenario', 'cut_in', '--seed', '11', '--seconds', '4', '--camera', '640x360',
-            '--ablate', 'camera_only', '--out', str(tmp_path / name), *extra,
+            '--ablate', 'camera_only', '--no-fused', '--out', str(tmp_path / name), *extra,
         )  # fmt: skip
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        assert not (tmp_path / name / 'cut_in-s11-4s' / 'fused').exists()  # --no-fused
         metrics = tmp_path / name / 'cut_in-s11-4s' / 'camera_only' / 'metrics.json'
         runs[name] = json.loads(metrics.read_text())['visible']
     straight, matching_, wrong = runs['straight'], runs['matching'], runs['wrong']
