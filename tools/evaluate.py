@@ -94,11 +94,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         '--calibration', type=Path, help='calibration file of the graph (the scenario rig)'
     )
     parser.add_argument('--ablate', default='', help='also: radar_only,camera_only,radar_tracks')
-    parser.add_argument(
-        '--no-fused',
-        action='store_true',
-        help="only the --ablate runs (the RESULT line is then the first ablation's)",
-    )
+    parser.add_argument('--no-fused', action='store_true', help='only the --ablate runs')
     parser.add_argument('--config', type=Path, default=CONFIG, help='parameter file of the graph')
     parser.add_argument('--gate', type=float, default=2.0, help='match gate [m]')
     parser.add_argument(
@@ -124,10 +120,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         parser.error(f'--camera: {err}')
     if args.closed_loop and args.bag is not None:
         parser.error('--closed-loop simulates a scenario: give --scenario or --scenario-file')
-    args.variants = [
-        *([] if args.no_fused else ['fused']),
-        *[v for v in args.ablate.split(',') if v],
-    ]
+    ablations = [v for v in args.ablate.split(',') if v]
+    args.variants = ablations if args.no_fused else ['fused', *ablations]
     if not args.variants:
         parser.error('--no-fused needs --ablate: nothing would run')
     for v in args.variants:
