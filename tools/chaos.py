@@ -52,10 +52,9 @@ from typing import Any
 import numpy as np
 
 from rt_fusion import report
-from rt_fusion.core import domains
 from rt_fusion.report import plots, tables
 from rt_fusion.ros import graph
-from rt_fusion.ros.harness import outage, processes
+from rt_fusion.ros.harness import live, outage, processes
 
 ROOT = Path(__file__).resolve().parents[1]
 OUTPUTS = {
@@ -115,8 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     unknown = sorted(set(victims) - set(OUTPUTS))
     if unknown:
         parser.error(f'--nodes: unknown {unknown} (nodes: {sorted(OUTPUTS)})')
-    domain = domains.from_env_or_lease()
-    os.environ.update(ROS_DOMAIN_ID=domain, ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST')
+    domain = live.graph_env()['ROS_DOMAIN_ID']  # leased, and set for this process too
 
     for var in ('FASTRTPS_DEFAULT_PROFILES_FILE', 'FASTDDS_DEFAULT_PROFILES_FILE'):
         os.environ.pop(var, None)

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import signal
 import sys
 import time
@@ -46,14 +45,13 @@ import yaml
 from rich.console import Console
 
 from rt_fusion import report
-from rt_fusion.core import domains
 from rt_fusion.core import evaluation as ev
 from rt_fusion.core.evaluation import runs
 from rt_fusion.core.evaluation.truth import load_truth
 from rt_fusion.core.scenario.sensors import CameraModel
 from rt_fusion.report import plots, tables
 from rt_fusion.ros import graph
-from rt_fusion.ros.harness import launching, lockstep
+from rt_fusion.ros.harness import launching, live, lockstep
 from rt_fusion.ros.harness.recorder import Recorder
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -237,8 +235,7 @@ def main(argv: list[str] | None = None) -> int:
         args.out.mkdir(parents=True, exist_ok=True)
         args.config = args.out / f'config_zoom{args.zoom:g}.yaml'
         args.config.write_text(yaml.safe_dump(config, sort_keys=False))
-    os.environ['ROS_DOMAIN_ID'] = domains.from_env_or_lease()
-    os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
+    live.graph_env()  # this process's ROS domain (leased) and discovery, for the graphs
     # SIGTERM (a timeout, CI) ends the run through the finally blocks: the graph is stopped.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     recorder = Recorder('evaluate', odometry=True, depth=5000).start()

@@ -27,7 +27,6 @@ Exit status 1 when a node died or the graph fed nothing.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from collections import Counter
@@ -35,11 +34,10 @@ from pathlib import Path
 from typing import Any
 
 from rt_fusion import report
-from rt_fusion.core import domains
 from rt_fusion.core.latency import summarize_ns
 from rt_fusion.report import plots
 from rt_fusion.ros import graph
-from rt_fusion.ros.harness import processes
+from rt_fusion.ros.harness import live, processes
 
 ROOT = Path(__file__).resolve().parents[1]
 START_TOPIC = graph.start_topic('soak')
@@ -80,8 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.sample_s <= 0 or args.minutes * 60 < 2 * args.sample_s:
         parser.error('--minutes must span at least two samples of --sample-s')
-    domain = domains.from_env_or_lease()
-    os.environ.update(ROS_DOMAIN_ID=domain, ROS_AUTOMATIC_DISCOVERY_RANGE='LOCALHOST')
+    domain = live.graph_env()['ROS_DOMAIN_ID']  # leased, and set for this process too
     args.out.mkdir(parents=True, exist_ok=True)
 
     from rt_fusion.ros.harness import launching  # noqa: PLC0415
