@@ -95,6 +95,9 @@ DEFAULT_SIZE = {
     CLASS_MOTORCYCLE: (2.2, 0.8),
     CLASS_STATIC: (2.0, 2.0),
 }
+#: Radar steps kept to replay after a camera frame whose detections are late (at 13.6 Hz,
+#: 4.7 s): beyond them its detections are given up (camera_late says False).
+MAX_LATE_STEPS = 64
 # length, width per class id (rows: our classes; the default where DEFAULT_SIZE has none)
 _SIZES = np.array([DEFAULT_SIZE.get(k, (1.0, 1.0)) for k in range(CLASS_EMERGENCY + 1)])
 
@@ -537,6 +540,18 @@ def objects_to_points(objects: list[RadarObjectIn]) -> npt.NDArray[np.float64]:
     return pts
 
 
+@dataclasses.dataclass
+class _PendingCamera:
+    """A camera frame fused before its detections: its time, the tracker as it was then (after
+    the frame's radar step), the last radar scan tracked by then, and the radar steps since
+    (scan time, detections, whether they could start tracks)."""
+
+    stamp_ns: int
+    tracker: dict[str, Any]
+    tracked_scan_ns: int | None
+    steps: list[tuple[int, list[Detection], bool]] = dataclasses.field(default_factory=list)
+
+
 class FusionEngine:
     """Turns aligned frames (+ the network output) into :class:`FusedFrame` s; see module doc."""
 
@@ -564,6 +579,12 @@ class FusionEngine:
         # Stamped vehicle speeds not yet due: each is applied at the first frame at or after it.
         self._speeds: collections.deque[tuple[int, float]] = collections.deque(maxlen=256)
         self.decoder: DecoderSpec | None = None
+        # A camera frame fused before its detections (the network beside the fusion): the
+        # tracker as it was at that frame, and the radar steps since (see camera_later).
+        self._pending: _PendingCamera | None = None
+        self.late_applied = 0  # camera frames whose detections came after the frame was fused
+        self.late_replayed = 0  # radar steps tracked again after those
+        self._camera_fresh = False  # detections went in since the last output (its scores)
         self._class_ids: list[int] = []
         self._class_lut = np.array([CLASS_UNKNOWN], np.int64)  # _class_ids as an index
         self.camera_detections: list[CameraDetection] = []  # the last frame's, for diagnostics
@@ -771,6 +792,10 @@ class FusionEngine:
         known = self.p.ego_speed_mps >= 0.0 or self.motion.pose.v_var <= 1.5**2
         self.tracker.step(scan_ns, dets, birth=known)
         self._tracked_scan_ns = scan_ns
+        if self._pending is not None:  # a camera frame's detections to come: kept to replay
+            self._pending.steps.append((scan_ns, dets, known))
+            if len(self._pending.steps) > MAX_LATE_STEPS:  # they never came: given up
+                self._pending = None
 
     def camera_birth_range(self, stamp_ns: int) -> float:
         """How far a camera detection at ``stamp_ns`` may start a track: ``camera_birth_range_m``
@@ -943,6 +968,38 @@ class FusionEngine:
             rows, first = np.unique(rows[due], return_index=True)  # one detection a track
             tr.reanchor(rows, dets, cols[due][first], stamp_ns)
 
+    def camera_late(
+        self,
+        stamp_ns: int,
+        cams: list[CameraDetection] | None,
+        width: int,
+        extra: Sequence[tuple[CameraGeometry, list[CameraDetection]]] = (),
+    ) -> bool:
+        """The detections of the camera frame at ``stamp_ns``, fused earlier with
+        ``camera_later`` (None: it has none, torn or failed), taken at their frame's time: the
+        tracker goes back to that frame, takes them, and tracks the radar scans since again (an
+        out-of-sequence measurement handled exactly: the same tracks as had they come in time;
+        only the outputs published meanwhile lacked them). False when no frame of that time is
+        waiting (one fused later replaced it, or the output is not ``tracks``)."""
+        pending = self._pending
+        if pending is None or pending.stamp_ns != stamp_ns:
+            return False
+        self._pending = None
+        if cams is None:
+            return True
+        latest = self._tracked_scan_ns
+        self.tracker.restore(pending.tracker)
+        self._tracked_scan_ns = pending.tracked_scan_ns
+        self.camera_detections = cams
+        self._track_camera(stamp_ns, cams, width, extra)
+        for scan_ns, dets, birth in pending.steps:
+            self.tracker.step(scan_ns, dets, birth=birth)
+        self._tracked_scan_ns = latest
+        self.late_applied += 1
+        self.late_replayed += len(pending.steps)
+        self._camera_fresh = True
+        return True
+
     def _confirm_sure_births(self, stamp_ns: int, eye: tuple[float, float]) -> None:
         """``camera_confirm_score``: the tracks a camera detection started at ``stamp_ns``
         with at least that score, within ``camera_confirm_range_m`` of the camera at ``eye``
@@ -1026,11 +1083,14 @@ class FusionEngine:
         *,
         detections: list[CameraDetection] | None = None,
         extra: Sequence[tuple[CameraGeometry, list[CameraDetection]]] = (),
+        camera_later: bool = False,
     ) -> FusedFrame:
         """One frame; ``network_output`` is the model's output for the decoder (or None), or
         ``detections`` its decoded detections (a caller timing the decoder on its own);
         ``extra``: the detections of the extra cameras' frames of the same time, each with its
-        camera (:meth:`FusionParams.extra_geometries`)."""
+        camera (:meth:`FusionParams.extra_geometries`). ``camera_later``: the frame's detections
+        come after it is fused (the network runs beside the fusion): the frame is fused without
+        them, and :meth:`camera_late` takes them at the frame's time."""
         if network_output is not None and self.decoder is None:
             raise ValueError("a network output needs the model's decoder (set_decoder)")
         self._advance_ego(frame)
@@ -1054,7 +1114,14 @@ class FusionEngine:
             if self.p.output == 'tracks':
                 self._track(radar.scan_stamp_ns, self._scans.get(radar.scan_stamp_ns, []))
         if self.p.output == 'tracks' and cams is not None:
+            self._pending = None  # (detections in time: a late frame's would come out of order)
             self._track_camera(frame.stamp_ns, cams, input_hw[1], extra)
+            self._camera_fresh = True
+        if camera_later and self.p.output == 'tracks':
+            self._pending = _PendingCamera(
+                frame.stamp_ns, self.tracker.snapshot(), self._tracked_scan_ns
+            )
+        fresh, self._camera_fresh = self._camera_fresh, False
         if self.p.output == 'tracks':
             radar_dt = radar.dt_ns if radar is not None else 0
             e = self.ego
@@ -1082,7 +1149,7 @@ class FusionEngine:
                 if math.isfinite(tw) and tw > 0:
                     width = tw
                 yaw = math.atan2(vy, vx) if math.hypot(vx, vy) > 1.0 else 0.0
-                score = float(cam_scores[i]) if cams is not None else math.nan
+                score = float(cam_scores[i]) if fresh else math.nan
                 sources = int(tracks.sources[i])
                 objects.append(
                     FusedObject(

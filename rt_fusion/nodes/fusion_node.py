@@ -10,7 +10,9 @@ the hearing model runs on it in a thread of its own, :mod:`rt_fusion.ros.hearing
 
 Per camera frame (:class:`rt_fusion.core.sync.Aligner` waits at most ``sync.max_wait_s`` for the
 modalities in ``sync.wait_for``, then goes on and says which were missing) the network runs on
-the frame (``backend``; ``none`` skips it) and :class:`rt_fusion.core.fusion.FusionEngine` builds
+the frame (``backend``; ``none`` skips it; ``inference: beside``, the default, on a thread of its
+own, its detections into the tracks at their frame's time when ready:
+:mod:`rt_fusion.ros.fusion.lane`) and :class:`rt_fusion.core.fusion.FusionEngine` builds
 the objects. Outputs: ``~/out/objects`` (ObjectArray in ``base_link`` at the frame's time;
 ``published_ns - inputs_complete_ns`` is this node's latency), ``~/out/odometry``
 (dead-reckoned ``odom`` → ``base_link``, also on ``/tf`` with ``publish_tf``), and for RViz and
@@ -197,6 +199,8 @@ class FusionNode(lifecycle.DeviceNode):
     def activate(self) -> None:
         """Starts the worker (and the camera fast path)."""
         self._stop.clear()
+        if self.work is not None:  # inference: beside, the network's own thread
+            self.work.start_lane(self._cond)
         self._worker = threading.Thread(target=self._work, name='fusion', daemon=True)
         self._worker.start()
         # The tracker's numba kernels load (or compile, after an install) on a thread of their
@@ -217,6 +221,8 @@ class FusionNode(lifecycle.DeviceNode):
             # machine: heap corruption at exit). It stops before the next frame.
             self._worker.join()
             self._worker = None
+        if self.work is not None:
+            self.work.stop_lane()  # after the frame it is on, before cleanup frees the model
 
     def cleanup(self) -> None:
         """Releases the camera subscriptions (their fast-path threads, their ring mappings) and

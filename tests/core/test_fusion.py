@@ -673,3 +673,61 @@ def test_a_pitched_and_turned_camera_places_what_it_sees_where_it_is() -> None:
     ahead = block[0::2, tl.DXY : tl.DXY + 2] - np.array([1.8, 0.3])
     assert np.hypot(*ahead.T) == pytest.approx(np.hypot(*(want[0::2] - [1.8, 0.3]).T) + 2.25,
                                                abs=0.05)  # fmt: skip
+
+
+def test_a_camera_frame_s_late_detections_go_in_at_its_time_as_if_in_order() -> None:
+    """The network beside the fusion (fusion_node ``inference: beside``): a frame given to the
+    network is fused before its detections (``camera_later``), which come while the next frame
+    is fused without the network (it was busy) and go in after it (``camera_late``). The tracker
+    goes back to the frame, takes them, and tracks the radar scans since again: after the last
+    frame's, its tracks are those of a fusion that had every detection in time, bit for bit."""
+    from rt_fusion.core.perception.decoders import CameraDetection, DecoderSpec  # noqa: PLC0415
+
+    def engine() -> FusionEngine:
+        e = FusionEngine(FusionParams(ego_speed_mps=10.0))
+        spec = {'type': 'centernet', 'classes': ['car', 'pedestrian']}
+        e.set_decoder(DecoderSpec.from_dict(spec, 'test'))
+        return e
+
+    def seen(e: FusionEngine, x: float, y: float, cls: int) -> CameraDetection:
+        p, depth = e.p, x - e.p.camera_x
+        u, v = p.cx - p.fx * y / depth, p.cy + p.fy * 0.5 / depth
+        half = p.fx * 0.9 / depth
+        return CameraDetection(cls, 0.9, (u - half, v - half, u + half, v + half), (u, v), depth)
+
+    inline, late = engine(), engine()
+    aligners = (_aligner(wait_for=()), _aligner(wait_for=()))
+    # A car 40 m ahead at 12 m/s (the ego at 10), seen by both sensors; a pedestrian at 15 m,
+    # 3 m right, standing: the camera's alone. The network on every other frame.
+    scan_t, waiting, outputs = T0, None, []
+    for k in range(46):  # 1.5 s of 30 Hz frames, radar at 13.6 Hz between them
+        t = T0 + k * 33_333_333
+        while scan_t <= t:
+            dt = (scan_t - T0) / 1e9
+            car = RadarObjectIn(7, 40.0 + 2.0 * dt - 3.6, 1.0, 2.0, 0.0, 1, prob_exist=0.99)
+            for e, al in zip((inline, late), aligners, strict=True):
+                al.push_radar('radar', scan_t, e.add_scan(scan_t, [car]), scan_t)
+            scan_t += 73_529_411
+        dt = (t - T0) / 1e9
+        for al in aligners:
+            al.push_camera(t, k, t)
+        (a,) = aligners[0].poll(t + 100 * MS)
+        (b,) = aligners[1].poll(t + 100 * MS)
+        dets = [seen(inline, 40.0 + 2.0 * dt, 1.0, 0), seen(inline, 15.0 - 10.0 * dt, -3.0, 1)]
+        inferred = k % 2 == 0
+        inline.fuse(a, detections=dets if inferred else None)
+        outputs.append(late.fuse(b, camera_later=inferred))
+        if waiting is not None:  # the network's result for the frame before, ready now
+            assert late.camera_late(*waiting, 640)
+            waiting = None
+        if inferred:
+            waiting = (t, dets)
+    assert not late.camera_late(t - 33_333_333, [], 640)  # no frame of that time waits
+    assert late.late_applied == 23 and late.late_replayed > 0
+    for name in ('_f', '_i', '_c'):
+        np.testing.assert_array_equal(getattr(late.tracker, name), getattr(inline.tracker, name))
+    assert late.tracker.births == inline.tracker.births
+    # The pedestrian (the camera's alone; a sure detection, confirmed at its first hit): frame
+    # 0's detections went in after frame 1 was fused: it is out with frame 2.
+    first = next(k for k, f in enumerate(outputs) if any(o.object_class == 3 for o in f.objects))
+    assert first == 2

@@ -491,3 +491,61 @@ def test_a_detector_stalled_for_half_a_second_loses_no_frame() -> None:
             node.deactivate()
             node.trigger_cleanup()
             node.destroy_node()
+
+
+def test_frames_that_come_while_the_network_runs_beside_go_out_at_once() -> None:
+    """``inference: beside`` (the default): the network has a thread of its own. A frame given
+    to it is fused at once without its detections; the frames that come while it runs are fused
+    at once without the network (counted: inference_skipped_busy), none waits behind it. Its
+    result goes into the tracker when ready, at its frame's time; a frame it finds torn is
+    counted once, as torn. In-process, the real worker and network threads and aligner."""
+    pytest.importorskip('rclpy')
+    import threading  # noqa: PLC0415
+
+    from tests.conftest import ros_context, wait_for  # noqa: PLC0415
+
+    entered, go = threading.Event(), threading.Event()
+    freed: list[int] = []
+
+    class StalledRunner:
+        cuda = False
+        zoom_note = ''
+
+        def run(self, image: object, encoding: str, still_valid: object) -> bool:
+            entered.set()
+            go.wait(60.0)
+            return False  # the ring overwrote the frame meanwhile: torn
+
+        def release(self) -> None:
+            pass
+
+    def frame(stamp: int) -> Any:
+        f = _frame(np.zeros((4, 4, 3), np.uint8), stamp_ns=stamp)
+        f.release = lambda: freed.append(stamp)
+        return f
+
+    with ros_context() as context:
+        node = _configured_with_runner(context, StalledRunner(), infer_period_s=0.0)
+        assert node.params.inference == 'beside'
+        node.activate()
+        try:
+            t0 = time.time_ns()
+            node._on_frame(frame(t0), '')
+            assert entered.wait(60.0), 'the network never ran'
+            for k in range(1, 6):  # 5 more frames while the network holds the first
+                node._on_frame(frame(t0 + k * 33_000_000), '')
+            wait_for(lambda: node.work.frames >= 6, 60.0)  # all out, the network still busy
+            assert node.work.lane.busy and not node.work.late_age_ns.summary().count
+            # without the network: busy (or, released together, behind the newest)
+            assert node.work.infer_skipped == 5 and node.work.infer_skipped_busy >= 1
+            assert t0 not in freed and len(freed) == 5  # the network's frame is still read
+            go.set()
+            wait_for(lambda: node.work.late_age_ns.summary().count == 1, 60.0)
+            assert t0 in freed
+            ledger = node.work.frame_ledger()
+            assert ledger['frames_torn'] == 1 and ledger['frames_fused'] == 5, ledger
+        finally:
+            go.set()
+            node.deactivate()
+            node.trigger_cleanup()
+            node.destroy_node()

@@ -647,6 +647,29 @@ class Tracker:
         if len(self._lost_at):
             self._revive(d, idx, stamp_ns, first)
 
+    #: What :meth:`snapshot` keeps besides the blocks: the counters and the id to come.
+    _SCALARS = ('_next_id', 'stamp_ns', 'births', 'vetoed', 'deaths', 'non_finite', 'revivals',
+                'reanchored', 'confirmed_early')  # fmt: skip
+
+    def snapshot(self) -> dict[str, Any]:
+        """The tracker's state (copies of its blocks, its lost tracks, counters, next id):
+        :meth:`restore` brings it back. For a measurement that comes late (a camera frame's
+        detections after the network ran beside the fusion): back to its time, the step, then
+        the later steps again, as if it had come in order."""
+        snap: dict[str, Any] = {name: getattr(self, name) for name in self._SCALARS}
+        snap['blocks'] = (self._f.copy(), self._i.copy(), self._c.copy())
+        snap['lost'] = (self._lost_f.copy(), self._lost_i.copy(), self._lost_at.copy())
+        return snap
+
+    def restore(self, snap: dict[str, Any]) -> None:
+        """The state of :meth:`snapshot` (the snapshot stays usable: copied again)."""
+        for name in self._SCALARS:
+            setattr(self, name, snap[name])
+        f, i, c = snap['blocks']
+        self._bind(f.copy(), i.copy(), c.copy())
+        lost_f, lost_i, lost_at = snap['lost']
+        self._lost_f, self._lost_i, self._lost_at = lost_f.copy(), lost_i.copy(), lost_at.copy()
+
     def coast(self) -> None:
         """A scan that could not be used (the radar is missing): every track misses."""
         self.misses += 1

@@ -67,6 +67,16 @@ class FusionNodeParams:
         default=0.0,
         low=0.0,
     )
+    inference: str = param(
+        'beside: the network runs on a thread of its own (rt_fusion.ros.fusion.lane) beside the '
+        'fusion, one frame at a time; every frame is fused and published at once, the frames '
+        'that come while the network is busy without it, and the detections go into the '
+        "tracker at their frame's time when ready (the tracks as if in order; the outputs lag "
+        'the camera by the inference). inline: on the fusion thread, each inferred frame out '
+        'with its own detections, the frames behind it waiting',
+        default='beside',
+        choices=('beside', 'inline'),
+    )
     infer_when_behind: bool = param(
         'false: a frame with newer frames already released behind it is fused without the '
         "network (the node is behind: the backlog goes through at the fusion's own cost, the "

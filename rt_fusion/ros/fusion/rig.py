@@ -42,6 +42,11 @@ class ExtraCamera:
     gave_up: collections.deque[int] = dataclasses.field(
         default_factory=lambda: collections.deque(maxlen=16)
     )
+    #: stamps of anchor frames fused without the network whose frame of this camera is still
+    #: to come (CameraRig.skip): freed as skipped when it does
+    skipping: collections.deque[int] = dataclasses.field(
+        default_factory=lambda: collections.deque(maxlen=16)
+    )
 
     def drop(self, stamp_ns: int, tol_ns: int) -> None:
         """A frame that will not be used: late when its anchor frame gave up on it."""
@@ -87,8 +92,15 @@ class CameraRig:
 
     def push(self, cam: ExtraCamera, frame: Any) -> None:
         """A frame of ``cam`` arrived (an input thread)."""
+        stamp_ns = frame.desc.stamp_ns
         with self._cond:
-            cam.queue.append((frame.desc.stamp_ns, frame))
+            for anchor in cam.skipping:
+                if abs(stamp_ns - anchor) <= self._tol_ns:  # its anchor went without the network
+                    cam.skipping.remove(anchor)
+                    frame.release()
+                    cam.skipped += 1
+                    return
+            cam.queue.append((stamp_ns, frame))
             if len(cam.queue) > self._bound:
                 # its anchor frame never came, or the aligner dropped it: not used
                 stamp, old = cam.queue.popleft()
@@ -130,6 +142,25 @@ class CameraRig:
                 cam.missing += 1
                 cam.gave_up.append(stamp_ns)
         return out
+
+    def skip(self, stamp_ns: int) -> None:
+        """The anchor frame at ``stamp_ns`` was fused without the network (``inference:
+        beside``, which does not wait for the other cameras): each camera's frame of its time
+        is freed as skipped, now or when it comes. Older frames are left to the network's
+        thread (:meth:`frames_for`), which may be taking them."""
+        tol = self._tol_ns
+        with self._cond:
+            for cam in self.cameras:
+                match = next(
+                    (i for i, (t, _) in enumerate(cam.queue) if abs(t - stamp_ns) <= tol), None
+                )
+                if match is None:
+                    cam.skipping.append(stamp_ns)
+                    continue
+                _, frame = cam.queue[match]
+                del cam.queue[match]
+                frame.release()
+                cam.skipped += 1
 
     def release(self) -> None:
         """Frees the waiting frames and the subscriptions (cleanup)."""

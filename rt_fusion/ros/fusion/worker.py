@@ -24,6 +24,7 @@ from rt_fusion.core.sync import AlignedFrame, Aligner
 from rt_fusion.inference.runner import DEFAULT_INPUT_HW, FrameRunner
 from rt_fusion.inference.spec import ModelError
 from rt_fusion.ros import share
+from rt_fusion.ros.fusion.lane import InferenceLane, LaneResult
 from rt_fusion.ros.fusion.params import FusionNodeParams
 from rt_fusion.ros.fusion.rig import CameraRig
 from rt_fusion.ros.shm_transport import ShmSubscription
@@ -31,6 +32,17 @@ from rt_fusion.ros.shm_transport import ShmSubscription
 STAGES = ('decode', 'cameras', 'fuse', 'messages', 'odometry', 'objects')
 #: [s] the worker pre-faults its memory after its first frame, or this long without one.
 PREFAULT_IDLE_S = 1.0
+#: [s] the longest a lock-step replay's frame waits for the network's frame before it
+#: (``inference: beside``; a stuck network: the frame then goes on without its detections).
+LOCKSTEP_WAIT_S = 60.0
+
+
+def _release(item: Any) -> None:
+    """Frees a frame's ring slot (an aligned frame's, or a frame's), where it has one."""
+    frame = getattr(item, 'frame', item)
+    release = getattr(frame, 'release', None)
+    if release is not None:
+        release()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,6 +89,28 @@ class FrameWorker:
         self.missing: dict[str, int] = {}
         self._last_infer_ns = -(2**62)
         self._zoom_note = ''  # the last frame size's reason for no zoomed view
+        # inference: beside (start_lane): the network's thread, the frames it was busy for,
+        # and the age of its detections when they went into the tracker (capture -> in)
+        self.lane: InferenceLane | None = None
+        self.infer_skipped_busy = 0
+        self.late_age_ns = LatencyRecorder(DIAG_WINDOW, wrap=True)
+
+    def start_lane(self, cond: threading.Condition) -> None:
+        """``inference: beside``: the network's thread (no-op without a network, or inline),
+        which wakes the worker through ``cond`` (the node's) at each result."""
+
+        def wake() -> None:
+            with cond:
+                cond.notify()
+
+        if self.runner is not None and self.params.inference == 'beside' and self.lane is None:
+            self.lane = InferenceLane(self._lane_run, wake, _release)
+
+    def stop_lane(self) -> None:
+        """Stops the network's thread after its frame (its result is dropped)."""
+        if self.lane is not None:
+            self.lane.close()
+            self.lane = None
 
     def process_ready(
         self,
@@ -90,11 +124,11 @@ class FrameWorker:
         newer frames waiting behind it (``behind``: the network may skip it). A frame that fails
         is logged and counted, and the others go on."""
         count = 0
+        if self.lane is not None:
+            self.take_late()
         for i, aligned in enumerate(ready):
             if stop.is_set():  # stopping: the rest are released, not processed
-                release = getattr(aligned.frame, 'release', None)
-                if release is not None:
-                    release()
+                _release(aligned)
                 continue
             released_ns = time.time_ns()
             try:
@@ -136,8 +170,82 @@ class FrameWorker:
             self.infer_skipped_behind += 1
         return skip
 
+    def take_late(self) -> None:
+        """The network's results that are ready (``inference: beside``) into the tracker, each
+        at its frame's time."""
+        assert self.lane is not None
+        for r in self.lane.take():
+            self.infer_ns.record(r.took_ns)
+            if r.torn:  # the frame went out without its camera after all (counted as such)
+                self.torn += 1
+                self.camera_less += 1
+            width = self.input_hw[1]
+            if self.engine.camera_late(r.stamp_ns, r.detections, width, r.extra):
+                self.late_age_ns.record(time.time_ns() - r.stamp_ns)
+
+    def _lane_run(self, aligned: AlignedFrame) -> LaneResult:
+        """On the lane's thread: the network on a frame (freed after) and on the rig's other
+        cameras' frames of its time, the views decoded."""
+        t0 = time.perf_counter_ns()
+        try:
+            out = self._infer(aligned.frame)
+        except (ModelError, RuntimeError) as err:
+            self.inference_errors += 1
+            self.log.error(f'inference failed: {err}', throttle_duration_sec=5.0)
+            out = None
+        finally:
+            _release(aligned)
+        decoder = self.engine.decoder
+        dets = None
+        if out is not None and out is not False and decoder is not None:
+            dets = decode_views(out, decoder, self.input_hw)
+        extra = self._extra_detections(aligned, True, False) if self.rig.cameras else []
+        return LaneResult(
+            aligned.stamp_ns, dets, extra, out is False, time.time_ns(),
+            time.perf_counter_ns() - t0,
+        )  # fmt: skip
+
+    def _process_beside(self, aligned: AlignedFrame, behind: bool) -> Processed:
+        """``inference: beside``: the frame goes to the network's thread when it is idle and
+        due, and is fused now, without its detections (they come later, at its time); the
+        others are fused without the network. A lock-step replay waits for the network's
+        frame first (one frame of lag, every run the same)."""
+        assert self.lane is not None
+        self._cpu0 = time.thread_time_ns()
+        t0 = time.perf_counter_ns()
+        if self.params.ack_topic and self.lane.busy:
+            self.lane.wait_idle(LOCKSTEP_WAIT_S, self._stop)
+        self.take_late()
+        camera = 'camera' not in aligned.missing
+        skip = self._skip(aligned, camera, behind)
+        later = False
+        if not camera:
+            self.camera_less += 1
+        elif skip or self.lane.busy:
+            self.infer_skipped += 1
+            if not skip:
+                self.infer_skipped_busy += 1
+        else:
+            self._last_infer_ns = aligned.stamp_ns
+            self.lane.submit(aligned)  # the lane frees the frame
+            later = True
+        if not later:
+            _release(aligned)
+            if camera and self.rig.cameras:
+                self.rig.skip(aligned.stamp_ns)
+        if self.siren is not None:
+            self.engine.set_siren(self.siren())
+        t1 = self._stage('cameras', t0) if self.rig.cameras else t0
+        fused = self.engine.fuse(aligned, None, self.input_hw, camera_later=later)
+        for m in fused.missing:
+            self.missing[m] = self.missing.get(m, 0) + 1
+        self._stage('fuse', t1)
+        return Processed(fused, 0)
+
     def process(self, aligned: AlignedFrame, behind: bool = False) -> Processed:
         """Fuses one released frame; ``behind``: newer frames wait behind it."""
+        if self.lane is not None:
+            return self._process_beside(aligned, behind)
         self._cpu0 = time.thread_time_ns()
         t0 = time.perf_counter_ns()
         camera = 'camera' not in aligned.missing
@@ -157,9 +265,7 @@ class FrameWorker:
             self.log.error(f'inference failed: {err}', throttle_duration_sec=5.0)
             out = None
         finally:
-            release = getattr(aligned.frame, 'release', None)
-            if release is not None:
-                release()
+            _release(aligned)
         torn = out is False
         if torn:  # the ring overwrote the camera frame while it was read: never fused, but the
             # frame's radar scan and IMU samples still are, as when the camera is gone
@@ -290,6 +396,9 @@ class FrameWorker:
             'inference_errors': self.inference_errors,
             'inference_skipped': self.infer_skipped,
             'inference_skipped_behind': self.infer_skipped_behind,
+            'inference_skipped_busy': self.infer_skipped_busy,
+            'inference': self.params.inference if self.runner is not None else 'none',
+            'detections_age_us': _p50_p99(self.late_age_ns),
             'worker_errors': self.worker_errors,
             'missing': ', '.join(f'{k} {v}' for k, v in sorted(self.missing.items())),
             'latency_p50_us': round(lat.p50_us, 1) if lat.count else '',
@@ -382,3 +491,8 @@ def make_runner(p: FusionNodeParams, rt: realtime.RealtimeParams, logger: Any) -
     except ModelError as err:
         raise ParameterError('model', str(spec_path), str(err)) from err
     return runner
+
+
+def _p50_p99(rec: LatencyRecorder) -> str:
+    sm = rec.summary()
+    return f'{sm.p50_us:.0f} {sm.p99_us:.0f}' if sm.count else ''
