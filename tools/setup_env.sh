@@ -42,7 +42,7 @@ BUILD=$ROOT/build/$DISTRO
 APT_PACKAGES=(cmake g++ make libportaudio2 libasound2)
 
 inputs_key() {
-  { cat requirements.txt "requirements-ros-$DISTRO.txt" "$PKG"/setup.py "$PKG"/setup.cfg "$PKG"/package.xml \
+  { cat requirements.txt requirements-nodeps.txt "requirements-ros-$DISTRO.txt" "$PKG"/setup.py "$PKG"/setup.cfg "$PKG"/package.xml \
         "$MSG_PKG/CMakeLists.txt" "$MSG_PKG/package.xml" "$MSG_PKG"/msg/*.msg tools/setup_env.sh \
         tools/ros_wheels.sh
     local pkg
@@ -182,6 +182,8 @@ constraints=()
 if [[ -f $LOCK ]]; then constraints=(-c "$LOCK"); else say "no $LOCK yet: unconstrained (make lock writes it)"; fi
 pip_install -r requirements.txt -r "requirements-ros-$DISTRO.txt" "${constraints[@]}"
 python -m pip check >/dev/null 2>&1 || say "warning: pip check reports conflicts in $(basename "$VENV")"
+# (after the check: these lack, on purpose, dependencies they declare; the file says why)
+pip_install --no-deps -r requirements-nodeps.txt
 
 # --- 3. rt_fusion_msgs (cmake recipe of ROS2_WHEELS.md) ---------------------------------------
 # The wheels' exported CMake files carry the build container's Python paths; point them here.

@@ -108,6 +108,7 @@ class OutputObject:
     vx: float = 0.0
     vy: float = 0.0
     cls: int = UNKNOWN
+    score: float = 1.0  # its existence probability (the AMOTA sweep's confidence)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from rt_fusion.core.evaluation import field
 from rt_fusion.core.evaluation import metrics as ev
 from rt_fusion.core.evaluation.truth import actor_tracks, ego_samples, plans_in_world
 
@@ -34,6 +35,10 @@ HIGHER_IS_BETTER = (
     'recall',
     'f1',
     'mota',
+    'hota',
+    'assa',
+    'amota',
+    'idf1',
     'class_accuracy',
     'emergency_recognised',
     'min_gap_m',
@@ -53,6 +58,8 @@ RESULT_KEYS = (
     'precision',
     'recall',
     'mota',
+    'hota',
+    'amota',
     'pos_err_m',
     'vel_err_mps',
     'id_switches',
@@ -77,6 +84,8 @@ DEFAULT_TOLERANCES = {
     'precision': 0.02,
     'recall': 0.02,
     'mota': 0.03,
+    'hota': 0.03,
+    'amota': 0.05,
     'pos_err_m': 0.05,
     'vel_err_mps': 0.1,
     'id_switches': 1,
@@ -144,11 +153,7 @@ def score(
     everything = ev.truth_frames(truth) if ablation else {}
     for stamp, objs in sorted(ev.truth_frames(truth, sensors).items()):
         got = by_stamp.get(stamp)
-        outputs = (
-            [ev.OutputObject(i, x, y, vx, vy, c) for i, x, y, vx, vy, c in got['objects']]
-            if got is not None
-            else None
-        )
+        outputs = [ev.OutputObject(*o) for o in got['objects']] if got is not None else None
         frames.append(ev.Frame(stamp, objs, outputs))
         if ablation:
             any_sensor.append(ev.Frame(stamp, everything[stamp], outputs))
@@ -158,6 +163,8 @@ def score(
     if ablation:
         metrics['visible_any'] = ev.score_perception(any_sensor, params, visible_only=True)
     metrics['all'] = ev.score_perception(frames, params, visible_only=False)
+    # HOTA, CLEAR MOT, IDF1, AMOTA by TrackEval; by range and class (objects a sensor sees)
+    metrics['field'] = field.field_metrics(frames, params, visible_only=True)
     plans = plans_in_world(rec['plans'], rec['odometry'], truth)
     metrics['planning'] = ev.score_planning(plans, actor_tracks(truth))
     metrics['planning']['trajectories'] = len(rec['plans'])
@@ -201,6 +208,7 @@ def score_restamped(
 def flat(metrics: dict[str, Any]) -> dict[str, Any]:
     """The headline numbers of one run (the RESULT line's and the baseline's keys)."""
     vis = metrics.get('visible', {})
+    fld = metrics.get('field', {})  # TrackEval's (core/evaluation/field.py)
     plan = metrics.get('planning', {})
     drive = metrics.get('driving', {})
     return {
@@ -208,6 +216,10 @@ def flat(metrics: dict[str, Any]) -> dict[str, Any]:
         'recall': vis.get('recall'),
         'f1': vis.get('f1'),
         'mota': vis.get('mota'),
+        'hota': fld.get('hota'),
+        'assa': fld.get('assa'),
+        'amota': fld.get('amota'),
+        'idf1': fld.get('idf1'),
         'pos_err_m': vis.get('pos_err_m'),
         'vel_err_mps': vis.get('vel_err_mps'),
         'id_switches': vis.get('id_switches'),

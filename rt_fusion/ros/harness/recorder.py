@@ -186,6 +186,7 @@ class Recorder:
                     float(o.velocity.x),
                     float(o.velocity.y),
                     int(o.object_class),
+                    float(o.existence_probability),
                 )
                 for o in m.objects
             ],
