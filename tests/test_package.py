@@ -59,7 +59,7 @@ MODULE_TO_KEY = {
 # training and its real-recording check only (rt_fusion/training/sounds.py).
 OPTIONAL = {
     'torch', 'tensorrt', 'pycuda', 'cuda', 'cupy', 'onnx2torch', 'onnx', 'foxglove', 'iceoryx2',
-    'zenoh', 'soundfile',
+    'zenoh', 'soundfile', 'trackeval',
 }  # fmt: skip
 IMPORT_CHECK = 'import rclpy, rt_fusion, rt_fusion_msgs.msg; print(rt_fusion_msgs.msg.ShmFrame)'
 ROS_MODULES = {'rclpy', 'rcl_interfaces', 'rosidl_runtime_py', 'launch', 'launch_ros'}

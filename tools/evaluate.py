@@ -49,7 +49,7 @@ from rt_fusion.core import evaluation as ev
 from rt_fusion.core.evaluation import runs
 from rt_fusion.core.evaluation.truth import load_truth
 from rt_fusion.core.scenario.sensors import CameraModel
-from rt_fusion.report import plots, tables
+from rt_fusion.report import field_metrics, plots, tables
 from rt_fusion.ros import graph
 from rt_fusion.ros.harness import launching, live, lockstep
 from rt_fusion.ros.harness.recorder import Recorder
@@ -91,6 +91,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         '--calibration', type=Path, help='calibration file of the graph (the scenario rig)'
     )
+    parser.add_argument(
+        '--cameras', type=int, default=1, choices=(1, 4), help='4: the surround rig, each scored'
+    )
     parser.add_argument('--ablate', default='', help='also: radar_only,camera_only,radar_tracks')
     parser.add_argument('--no-fused', action='store_true', help='only the --ablate runs')
     parser.add_argument('--config', type=Path, default=CONFIG, help='parameter file of the graph')
@@ -118,6 +121,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         parser.error(f'--camera: {err}')
     if args.closed_loop and args.bag is not None:
         parser.error('--closed-loop simulates a scenario: give --scenario or --scenario-file')
+    if args.cameras > 1 and (args.closed_loop or args.bag is not None):
+        parser.error('--cameras 4: a generated scenario, replayed (not --closed-loop, --bag)')
     ablations = [v for v in args.ablate.split(',') if v]
     args.variants = ablations if args.no_fused else ['fused', *ablations]
     if not args.variants:
@@ -144,8 +149,9 @@ def jobs(args: argparse.Namespace, parser: argparse.ArgumentParser) -> list[Job]
         print(f'evaluate: generating {name} seed {seed} ({args.seconds:g} s)', flush=True)
         scenario = yaml.safe_load(path.read_text())
         bag = lockstep.make_bag(
-            scenario, name, seed, args.seconds, args.camera, args.out, args.camera_mount
-        )
+            scenario, name, seed, args.seconds, args.camera, args.out, args.camera_mount,
+            args.cameras,
+        )  # fmt: skip
         out.append((job, bag, path, seed))
 
     if args.bag is not None:
@@ -199,9 +205,10 @@ def run_job(
             graph.bag_topic(graph.CAMERA_TOPIC), 0
         )
     sensors = runs.SENSORS.get(variant, runs.SENSORS['fused'])
-    metrics, timing, frames = runs.score(
-        rec, truth, frames_in, ev.EvalParams(gate_m=args.gate), sensors
-    )
+    params = ev.EvalParams(gate_m=args.gate)
+    metrics, timing, frames = runs.score(rec, truth, frames_in, params, sensors)
+    if frames:  # HOTA, CLEAR MOT, IDF1, AMOTA by TrackEval; by range and class
+        metrics['field'] = runs.rounded(field_metrics.field_metrics(frames, params))
     runs.write_run(out, rec, metrics, timing)
     if frames:
         plots.plot(frames, metrics, f'{name} {variant}', out / 'run.png')
@@ -229,12 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     if not launching.available():
         print(f'evaluate: {launching.LaunchUnavailableError()}', file=sys.stderr)
         return 2
-    if args.zoom is not None:  # the config with the zoom set, beside the results
-        config = yaml.safe_load(args.config.read_text())
-        config['fusion']['ros__parameters']['zoom'] = args.zoom
-        args.out.mkdir(parents=True, exist_ok=True)
-        args.config = args.out / f'config_zoom{args.zoom:g}.yaml'
-        args.config.write_text(yaml.safe_dump(config, sort_keys=False))
+    args.config = lockstep.config_for(args.config, args.out, args.zoom, args.cameras)
     live.graph_env()  # this process's ROS domain (leased) and discovery, for the graphs
     # SIGTERM (a timeout, CI) ends the run through the finally blocks: the graph is stopped.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))

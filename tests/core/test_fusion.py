@@ -303,6 +303,31 @@ def test_camera_detections_start_far_tracks_only_while_no_radar_does() -> None:
     assert births(T0 + 600 * MS) == [True, True]  # the radar is gone
 
 
+def test_a_rear_camera_starts_far_tracks_where_the_front_radar_does_not_look() -> None:
+    """A rear camera's detection 65 m behind starts a track while the front radar scans (no
+    radar looks there: ``radar_fov_deg``); the same 65 m ahead, in the radar's view, does not."""
+    from rt_fusion.core.perception import track_layout as tl  # noqa: PLC0415
+    from rt_fusion.core.perception.decoders import CameraDetection, DecoderSpec  # noqa: PLC0415
+    from rt_fusion.core.scenario import sensors as sm  # noqa: PLC0415
+
+    p = FusionParams(
+        ego_speed_mps=0.0, **{k: tuple(v) for k, v in sm.mount_params(('rear',)).items()}
+    )
+    engine = FusionEngine(p)
+    engine.set_decoder(DecoderSpec.from_dict({'type': 'centernet', 'classes': ['car']}, 'test'))
+    engine._track(T0, [])  # the radar is there: camera births ahead stop at 50 m
+    far = CameraDetection(0, 0.9, (300.0, 190.0, 310.0, 196.0), (305.0, 193.0), 65.0)
+    births = engine.camera_birth_range(T0)
+    pose = (0.0, 0.0, 0.0)
+    ahead = engine.camera_block([far], pose, birth_range_m=births).block
+    (rear,) = p.extra_geometries()
+    behind = engine.camera_block(
+        [far], pose, dataclasses.replace(rear, height=p.camera_height), births
+    ).block  # (at the front camera's height: its regressed depth)
+    assert ahead[0, tl.DXY] > 60.0 and behind[0, tl.DXY] < -60.0
+    assert not ahead[0, tl.DBIRTH] and behind[0, tl.DBIRTH]
+
+
 def test_a_heard_siren_marks_the_vehicle_moving_fastest_relative_to_the_ego() -> None:
     """Ego at 13 m/s; a car ahead at its speed, a pedestrian crossing fast-ish, a truck
     overtaking at +11 m/s (relative, as an emergency vehicle passes). Radar velocities are
@@ -438,9 +463,11 @@ def test_a_rig_camera_places_its_detections_through_its_mounting() -> None:
     cam = sm.CameraModel()  # 640x360 at the model input's scale (fx 460)
     names = sm.RIG[1:]
     mounts = {k: tuple(v) for k, v in sm.mount_params(names).items()}
+    # (every camera's regressed depth taken, whatever its height: the mounting is under test)
     params = FusionParams(
-        ego_speed_mps=0.0, fx=cam.fx, fy=cam.fy, cx=cam.cx, cy=cam.cy, distortion=cam.d, **mounts
-    )
+        ego_speed_mps=0.0, fx=cam.fx, fy=cam.fy, cx=cam.cx, cy=cam.cy, distortion=cam.d,
+        regressed_depth_height_tolerance_m=10.0, **mounts,
+    )  # fmt: skip
     params.check()
     engine = FusionEngine(params)
     engine.set_decoder(DecoderSpec.from_dict({'type': 'centernet', 'classes': ['car']}, 'test'))
@@ -464,6 +491,13 @@ def test_a_rig_camera_places_its_detections_through_its_mounting() -> None:
         block = engine.camera_block([det], pose, geos[name]).block
         want = (pose[0] + c * car[0] - s * car[1], pose[1] + s * car[0] + c * car[1])
         assert block[0, tl.DXY : tl.DXY + 2] == pytest.approx(want, abs=0.02), name
+        # By default a camera not at the detector's height (1.4 m: the rig's others, 1.1 and
+        # 1.2 m) places by the road below the box: a depth 20 % long moves only the front one's.
+        plain = FusionEngine(dataclasses.replace(params, regressed_depth_height_tolerance_m=0.1))
+        plain.set_decoder(engine.decoder)
+        far = dataclasses.replace(det, depth=1.2 * depth)
+        moved = [plain.camera_block([d], pose, geos[name]).block[0, :2] for d in (det, far)]
+        assert (np.abs(moved[1] - moved[0]).max() > 1.0) == (name == 'front'), name
     with pytest.raises(ParameterError, match='extra_camera_yaw'):
         FusionParams(
             extra_camera_x=(1.0,), extra_camera_y=(0.0,), extra_camera_height=(1.0,)

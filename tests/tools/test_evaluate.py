@@ -283,3 +283,57 @@ def test_the_fusion_places_the_camera_by_the_calibration_file(tmp_path: Path) ->
     straight, matching_, wrong = runs['straight'], runs['matching'], runs['wrong']
     assert matching_['mota'] == pytest.approx(straight['mota'], abs=0.08), runs
     assert wrong['mota'] < matching_['mota'] - 0.1, runs
+
+
+def test_a_surround_rig_scores_every_camera_s_view() -> None:
+    """``--cameras 4``: the truth says which rig camera sees each object. An object only the
+    rear camera sees counts for the fused and the camera-only runs (the rig is the camera),
+    and each camera's recall is on its own view (``by_camera``)."""
+    from rt_fusion.core.evaluation import EvalParams  # noqa: PLC0415
+    from rt_fusion.core.evaluation.runs import SENSORS, score  # noqa: PLC0415
+
+    def obj(oid: int, x: float, seen: dict[str, bool]) -> dict[str, Any]:
+        return {
+            'id': oid, 'x': x, 'y': 0.0, 'yaw': 0.0, 'ego_x': x, 'ego_y': 0.0, 'vx': 0.0,
+            'vy': 0.0, 'size': [4.5, 1.9, 1.5], 'class': 'car', 'visible': seen,
+        }  # fmt: skip
+
+    off = {'camera_left': False, 'camera_right': False}
+    front = {'camera': True, 'radar': True, 'camera_rear': False, **off}
+    rear = {'camera': False, 'radar': False, 'camera_rear': True, **off}
+    ego = {'x': 0.0, 'y': 0.0, 'yaw': 0.0, 'vx': 0.0, 'vy': 0.0, 's': 0.0, 'd': 0.0}
+    stamps = (1_000, 2_000)
+    truth = {
+        'cameras': 4,
+        'frames': [
+            {
+                'stamp_ns': t,
+                't': k,
+                'ego': ego,
+                'objects': [obj(1, 30.0, front), obj(2, -20.0, rear)],
+            }
+            for k, t in enumerate(stamps)
+        ],
+    }
+
+    def rec(xs: list[float]) -> dict[str, Any]:
+        objs = [(k + 1, x, 0.0, 0.0, 0.0, 1, 1.0) for k, x in enumerate(xs)]
+        return {
+            'objects': [
+                {'stamp_ns': t, 'inputs_complete_ns': t, 'published_ns': t, 'objects': objs}
+                for t in stamps
+            ],
+            'replayed': 2, 'ack_timeouts': 0, 'plans': [], 'odometry': {},
+        }  # fmt: skip
+
+    fused, _, _ = score(rec([30.0, -20.0]), truth, 2, EvalParams(), SENSORS['fused'])
+    assert fused['visible']['recall'] == 1.0 and fused['visible']['gt'] == 4
+    assert fused['by_camera'] == {
+        'front': {'recall': 1.0, 'gt': 2},
+        'left': {'recall': None, 'gt': 0},
+        'right': {'recall': None, 'gt': 0},
+        'rear': {'recall': 1.0, 'gt': 2},
+    }
+    cam, _, _ = score(rec([30.0]), truth, 2, EvalParams(), SENSORS['camera_only'])
+    assert cam['visible']['recall'] == 0.5  # the rear car, missed, is a camera-only miss
+    assert cam['by_camera']['rear'] == {'recall': 0.0, 'gt': 2}

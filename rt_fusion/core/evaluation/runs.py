@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from rt_fusion.core.evaluation import field
 from rt_fusion.core.evaluation import metrics as ev
 from rt_fusion.core.evaluation.truth import actor_tracks, ego_samples, plans_in_world
+from rt_fusion.core.scenario.sensors import RIG
 
 VARIANTS = ('fused', 'radar_only', 'camera_only', 'radar_tracks')
 #: The sensors whose sight makes a truth object count as ``visible`` in each variant: a
@@ -122,8 +122,12 @@ def score(
     sensors: tuple[str, ...] = SENSORS['fused'],
 ) -> tuple[dict[str, Any], dict[str, Any], list[ev.Frame]]:
     """(metrics, timing, frames) of one run of ``frames_in`` camera frames; ``visible`` counts
-    the objects that one of ``sensors`` sees (the variant's), ``visible_any`` those that any
-    sensor sees."""
+    the objects that one of ``sensors`` sees (the variant's; a surround rig's other cameras
+    with ``camera``), ``visible_any`` those that any sensor sees; ``by_camera``: the recall on
+    the objects each camera sees (``front``, then the rig's others)."""
+    rig = RIG[1 : int(truth.get('cameras', 1))] if truth is not None else ()
+    if 'camera' in sensors:
+        sensors = (*sensors, *(f'camera_{name}' for name in rig))
     fused_stamps = [o['stamp_ns'] for o in rec['objects']]
     metrics: dict[str, Any] = {
         'frames': frames_in,
@@ -150,7 +154,8 @@ def score(
     by_stamp = {o['stamp_ns']: o for o in rec['objects']}
     ablation = tuple(sensors) != SENSORS['fused']
     any_sensor: list[ev.Frame] = []
-    everything = ev.truth_frames(truth) if ablation else {}
+    everything = ev.truth_frames(truth, SENSORS['fused'] + tuple(f'camera_{n}' for n in rig))
+    everything = everything if ablation else {}
     for stamp, objs in sorted(ev.truth_frames(truth, sensors).items()):
         got = by_stamp.get(stamp)
         outputs = [ev.OutputObject(*o) for o in got['objects']] if got is not None else None
@@ -163,8 +168,13 @@ def score(
     if ablation:
         metrics['visible_any'] = ev.score_perception(any_sensor, params, visible_only=True)
     metrics['all'] = ev.score_perception(frames, params, visible_only=False)
-    # HOTA, CLEAR MOT, IDF1, AMOTA by TrackEval; by range and class (objects a sensor sees)
-    metrics['field'] = field.field_metrics(frames, params, visible_only=True)
+    if rig and 'camera' in sensors:
+        metrics['by_camera'] = {}
+        for name in ('front', *rig):
+            seen = ev.truth_frames(truth, ('camera' if name == 'front' else f'camera_{name}',))
+            each = [ev.Frame(f.stamp_ns, seen[f.stamp_ns], f.outputs) for f in frames]
+            sc = ev.score_perception(each, params, visible_only=True)
+            metrics['by_camera'][name] = {'recall': sc['recall'], 'gt': sc['gt']}
     plans = plans_in_world(rec['plans'], rec['odometry'], truth)
     metrics['planning'] = ev.score_planning(plans, actor_tracks(truth))
     metrics['planning']['trajectories'] = len(rec['plans'])
@@ -208,7 +218,7 @@ def score_restamped(
 def flat(metrics: dict[str, Any]) -> dict[str, Any]:
     """The headline numbers of one run (the RESULT line's and the baseline's keys)."""
     vis = metrics.get('visible', {})
-    fld = metrics.get('field', {})  # TrackEval's (core/evaluation/field.py)
+    fld = metrics.get('field', {})  # TrackEval's (report/field_metrics.py)
     plan = metrics.get('planning', {})
     drive = metrics.get('driving', {})
     return {

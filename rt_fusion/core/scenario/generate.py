@@ -329,15 +329,24 @@ def truth_at(
     cam: sm.CameraModel | None = None,
     radar: sm.RadarModel | None = None,
     look: Look | None = None,
+    rig: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """Ground truth at time t: ego pose/velocity (world), objects (world and base_link) and
     which sensors see each object (``visible``: field of view, range, occlusion). With the
     camera's ``look`` (its scenery), the camera's occlusion is what the rendered frame shows
-    (:func:`~rt_fusion.core.scenario.render.shown_fractions`); without, actors' footprints."""
+    (:func:`~rt_fusion.core.scenario.render.shown_fractions`); without, actors' footprints.
+    ``rig``: the surround rig's other cameras (:data:`sensors.RIG` names), each seen as
+    ``camera_<name>`` (the same lens at its :data:`sensors.MOUNTS`)."""
     ego = world.ego.at(t)
     cam = cam or sm.CameraModel()
+    radar = radar or sm.RadarModel()
     shown = shown_fractions(cam, world, t, look) if look is not None else None
-    seen = sm.visibility(world, t, cam, radar or sm.RadarModel(), shown)
+    seen = sm.visibility(world, t, cam, radar, shown)
+    for name in rig:
+        other = cam.mounted(name)
+        more = shown_fractions(other, world, t, look) if look is not None else None
+        for aid, v in sm.visibility(world, t, other, radar, more).items():
+            seen[aid][f'camera_{name}'] = v['camera']
     objects = []
     for a in world.actors:
         st = a.at(t)
@@ -367,11 +376,15 @@ def truth_at(
     }
 
 
-def truth_series(world: World, seed: int, cam: sm.CameraModel) -> list[dict[str, Any]]:
-    """:func:`truth_at` at every camera frame, the camera seeing the scenery it renders."""
+def truth_series(
+    world: World, seed: int, cam: sm.CameraModel, cameras: int = 1
+) -> list[dict[str, Any]]:
+    """:func:`truth_at` at every camera frame, the cameras seeing the scenery they render
+    (``cameras`` 4: the surround rig's others too)."""
     look = Look(scenery_seed=seed)  # as _images renders it
     frames = int(world.seconds * CAMERA_HZ)
-    return [truth_at(world, k / CAMERA_HZ, cam, look=look) for k in range(frames)]
+    rig = sm.RIG[1:cameras]
+    return [truth_at(world, k / CAMERA_HZ, cam, look=look, rig=rig) for k in range(frames)]
 
 
 def _truth(ts: Any, world: World, frames: list[dict[str, Any]]) -> Iterator[Item]:
@@ -475,7 +488,8 @@ def generate(
     camera's resolution and lens (default: ``sensors.VEHICLE``, 1920×1080; see
     ``CameraModel.sized``); ``cameras``: 1 (the front camera) or 4 (the surround rig,
     :data:`sensors.RIG`: the others on ``/camera_<name>/out/...``, the same lens at their
-    :data:`sensors.MOUNTS`; the ground truth stays the front camera's); ``workers`` > 1 renders
+    :data:`sensors.MOUNTS`; the ground truth's frames are the front camera's, each object's
+    ``visible`` also says which of the others see it); ``workers`` > 1 renders
     the camera frames in that many processes (the same bag, byte for byte); ``bag_version``: the
     rosbag2 metadata version (:data:`bagout.READERS`: 8 for Humble's ``ros2 bag``)."""
 
@@ -493,7 +507,7 @@ def generate(
         if workers > 1
         else None
     )
-    truth = truth_series(world, seed, cam)  # once, for the bag and ground_truth.json
+    truth = truth_series(world, seed, cam, cameras)  # once, for the bag and ground_truth.json
     streams = [
         *sensor_streams(ts, world, seed, cam, raw_images, clips_dir, pool=pool),
         *(
@@ -560,7 +574,7 @@ def write_truth(
         'camera_size': [cam.width, cam.height],
         'cameras': cameras,
         'audio_events': world.audio_events,
-        'frames': frames if frames is not None else truth_series(world, seed, cam),
+        'frames': frames if frames is not None else truth_series(world, seed, cam, cameras),
     }
     out.mkdir(parents=True, exist_ok=True)
     (out / 'ground_truth.json').write_text(json.dumps(_round(truth), sort_keys=True) + '\n')

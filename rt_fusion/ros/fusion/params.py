@@ -217,4 +217,18 @@ def with_calibration(node: Any, fusion: FusionParams, p: FusionNodeParams) -> Fu
     if p.intrinsics == 'camera_info':
         covered |= {'fx', 'fy', 'cx', 'cy', 'distortion'}
     parameters.warn_uncalibrated(node, FusionParams, 'fusion.', covered)
-    return params.build(FusionParams, {**dataclasses.asdict(fusion), **mounting})
+    out = params.build(FusionParams, {**dataclasses.asdict(fusion), **mounting})
+    heights = {'camera': out.camera_height}
+    heights.update(zip(p.cameras, out.extra_camera_height, strict=False))
+    away = [f'{n} {h:g} m' for n, h in heights.items() if _not_at_trained_height(out, h)]
+    if away and p.backend != 'none':
+        node.get_logger().info(
+            f"cameras placing their detections by the road, not by the detector's depths "
+            f'(learned at {out.regressed_depth_height_m:g} m: fusion.regressed_depth_height_m): '
+            + ', '.join(away)
+        )
+    return out
+
+
+def _not_at_trained_height(f: FusionParams, height: float) -> bool:
+    return abs(height - f.regressed_depth_height_m) > f.regressed_depth_height_tolerance_m

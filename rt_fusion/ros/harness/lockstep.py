@@ -84,6 +84,31 @@ def run_params(config: Path, variant: str, out: Path) -> Path:
     return path
 
 
+def config_for(config: Path, out: Path, zoom: float | None = None, cameras: int = 1) -> Path:
+    """``config`` as it is, or (``zoom``, a surround rig of ``cameras``: the fusion's extra
+    cameras at the scenario rig's mountings) a copy with those set, written beside the
+    results."""
+    if zoom is None and cameras == 1:
+        return config
+    from rt_fusion.core.scenario.sensors import RIG, mount_params  # noqa: PLC0415
+
+    doc = yaml.safe_load(config.read_text())
+    fusion = doc['fusion']['ros__parameters']
+    if zoom is not None:
+        fusion['zoom'] = zoom
+    if cameras > 1:
+        fusion['cameras'] = list(RIG[1:cameras])
+        fusion['fusion'] = {**fusion.get('fusion', {}), **mount_params(RIG[1:cameras])}
+    out.mkdir(parents=True, exist_ok=True)
+    path = (
+        out / f'config_zoom{zoom:g}_cameras{cameras}.yaml'
+        if zoom
+        else out / f'config_cameras{cameras}.yaml'
+    )
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
 def bag_counts(bag: Path) -> dict[str, int]:
     """Messages per topic of the replayed inputs in the bag."""
     from rt_fusion.core.bag import open_reader  # noqa: PLC0415
@@ -232,15 +257,18 @@ def make_bag(
     camera: tuple[int, int],
     out: Path,
     mount: tuple[float, float, float, float, float] | None = None,
+    cameras: int = 1,
 ) -> Path:
     """Generates the scenario into ``out`` unless it is already there (same name, seed, length,
-    camera, generator); ``mount``: the front camera's x, y, z [m], yaw, pitch [rad] on base_link
-    (default the rig's, :data:`~rt_fusion.core.scenario.sensors.CAMERA_POS`, looking ahead)."""
+    camera, rig, generator); ``mount``: the front camera's x, y, z [m], yaw, pitch [rad] on
+    base_link (default the rig's, :data:`~rt_fusion.core.scenario.sensors.CAMERA_POS`, looking
+    ahead); ``cameras`` 4: the surround rig (each camera's view in the truth)."""
     folder = out / run_name(name, seed, seconds) / 'scenario'
     # Reused only when made by this very generator from this very description: a bag from an
     # older generator scored against today's baseline is a false regression.
+    rig = [cameras] if cameras > 1 else []  # (the key of a one-camera bag as before)
     key = hashlib.sha256(
-        json.dumps([scenario, seed, seconds, list(camera), mount], sort_keys=True).encode()
+        json.dumps([scenario, seed, seconds, list(camera), mount, *rig], sort_keys=True).encode()
         + code_digest().encode()
     ).hexdigest()
     stamp = folder / '.generator_key'
@@ -250,7 +278,7 @@ def make_bag(
         model = CameraModel.sized(*camera)
         if mount is not None:
             model = dataclasses.replace(model, pos=mount[:3], yaw=mount[3], pitch=mount[4])
-        generate(scenario, seconds, seed, folder, camera=model)
+        generate(scenario, seconds, seed, folder, camera=model, cameras=cameras)
         stamp.write_text(key)
     return folder
 

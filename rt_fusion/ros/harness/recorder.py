@@ -35,7 +35,8 @@ from rt_fusion.ros.conversions import message_class, quaternion_yaw, time_to_ns
 #: What the fusion node's diagnostics say of its own times and tracks (the benchmarks' rows).
 STAGE_KEYS = ('inference_p99_us', 'stages_p50_us', 'stages_p99_us', 'stages_max_us',
               'latency_p50_us', 'latency_p99_us', 'latency_max_us', 'tracks_all',
-              'tracks_confirmed', 'inference_errors', 'recorded_missed', 'cpu_us')  # fmt: skip
+              'tracks_confirmed', 'inference_errors', 'recorded_missed', 'cpu_us',
+              'inference', 'detections_age_us', 'inference_skipped_busy')  # fmt: skip
 
 
 class Recorder:

@@ -1,4 +1,4 @@
-"""rt_fusion.core.evaluation.field: HOTA, CLEAR MOT, IDF1 and AMOTA by TrackEval on hand-made
+"""rt_fusion.report.field_metrics: HOTA, CLEAR MOT, IDF1 and AMOTA by TrackEval on hand-made
 runs whose values are worked out by hand (the adapter, not TrackEval, is under test: the
 similarity, what is scored, the ids, the sweep)."""
 
@@ -9,9 +9,9 @@ import math
 import pytest
 
 from rt_fusion.core.evaluation import EvalParams, Frame, OutputObject, TruthObject
+from rt_fusion.report import field_metrics as field
 
-field = pytest.importorskip('rt_fusion.core.evaluation.field')
-pytest.importorskip('trackeval')
+pytest.importorskip('trackeval', reason='make setup installs it (requirements-nodeps.txt)')
 
 CAR, PEDESTRIAN = 1, 3
 

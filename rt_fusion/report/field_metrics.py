@@ -1,4 +1,5 @@
-"""The field's tracking metrics on a run's frames, computed by TrackEval (the HOTA authors'
+"""The field's tracking metrics on a run's frames (``tools/evaluate.py``: ``field`` in each
+run's metrics.json), computed by TrackEval (the HOTA authors'
 reference code, ``trackeval`` on PyPI): HOTA with DetA, AssA and LocA, CLEAR MOT (MOTA, MOTP,
 ID switches, mostly tracked/lost) and IDF1; an AMOTA-style recall sweep over the outputs'
 existence probability; and the same per distance bin and per class.
