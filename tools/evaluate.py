@@ -16,9 +16,9 @@ runs give the same ``metrics.json`` on any machine). The outputs are recorded
 generator's ``ground_truth.json``: perception for objects visible to the run's sensors (any
 sensor for the fused run, its one sensor for an ablation: ``visible_any`` keeps every sensor's
 view) and for all objects (1–80 m, |y| ≤ 20 m, 2 m gate), planning against the true actors'
-motion. ``--ablate`` adds runs with an input switched off through parameters: ``radar_only``
-(``fusion.backend: none``) and ``camera_only`` (``fusion.radar_input: false``). Latency goes to
-``timing.json``, not ``metrics.json``.
+motion. ``--ablate`` adds runs with an input off: ``radar_only`` (``fusion.backend: none``),
+``camera_only`` (``fusion.radar_input: false``), ``radar_tracks``, and with ``--cameras 4``
+``no_left``, ``no_right``, ``no_rear`` (a rig camera left out). Latency: ``timing.json``.
 
 Per run: ``OUT/<scenario>-s<seed>/<variant>/metrics.json``, ``timing.json``, ``run.png``,
 ``graph.log``; a table, and a last line ``RESULT precision=… recall=… … frames_fused=…`` (the
@@ -94,7 +94,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         '--cameras', type=int, default=1, choices=(1, 4), help='4: the surround rig, each scored'
     )
-    parser.add_argument('--ablate', default='', help='also: radar_only,camera_only,radar_tracks')
+    parser.add_argument('--ablate', default='', help='also: radar_only,camera_only,…; see above')
     parser.add_argument('--no-fused', action='store_true', help='only the --ablate runs')
     parser.add_argument('--config', type=Path, default=CONFIG, help='parameter file of the graph')
     parser.add_argument('--gate', type=float, default=2.0, help='match gate [m]')

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -358,3 +359,19 @@ def test_a_surround_rig_run_scores_each_camera_and_finds_what_is_behind(tmp_path
     assert cams['front']['recall'] > 0.9, cams
     assert metrics['visible']['precision'] > 0.85, metrics['visible']
     assert 0.0 < metrics['field']['hota'] <= 1.0, metrics['field']
+
+
+def test_a_rig_ablation_leaves_one_camera_and_its_mounting_out(tmp_path: Path) -> None:
+    """``--ablate no_rear`` (with ``--cameras 4``): the fusion's cameras and mountings without
+    the rear one (the launch file then does not replay it either); without a rig it is refused
+    by name."""
+    from rt_fusion.ros.harness import lockstep  # noqa: PLC0415
+
+    rig = lockstep.config_for(ROOT / 'config' / 'replay.yaml', tmp_path, cameras=4)
+    params = yaml.safe_load(lockstep.run_params(rig, 'no_rear', tmp_path).read_text())
+    fusion = params['fusion']['ros__parameters']
+    assert fusion['cameras'] == ['left', 'right']
+    assert fusion['fusion']['extra_camera_yaw'] == pytest.approx([math.pi / 2, -math.pi / 2])
+    assert len(fusion['fusion']['extra_camera_x']) == 2
+    with pytest.raises(lockstep.GraphRunError, match='no_rear'):
+        lockstep.run_params(ROOT / 'config' / 'replay.yaml', 'no_rear', tmp_path)

@@ -21,6 +21,9 @@ from rt_fusion.core.evaluation.truth import actor_tracks, ego_samples, plans_in_
 from rt_fusion.core.scenario.sensors import RIG
 
 VARIANTS = ('fused', 'radar_only', 'camera_only', 'radar_tracks')
+#: A surround rig's per-camera ablations (``--cameras 4``): the fused graph without that camera
+#: (neither replayed nor fused), scored on what the whole rig sees: its share of the recall.
+RIG_ABLATIONS = ('no_left', 'no_right', 'no_rear')
 #: The sensors whose sight makes a truth object count as ``visible`` in each variant: a
 #: single-modality ablation is scored on what its one sensor can see (an object only the radar
 #: sees is not a camera-only miss); ``visible_any`` in metrics.json keeps every sensor's view.

@@ -23,7 +23,7 @@ from typing import Any
 import yaml
 
 from rt_fusion.core.errors import RtFusionError
-from rt_fusion.core.evaluation.runs import VARIANTS, run_name
+from rt_fusion.core.evaluation.runs import RIG_ABLATIONS, VARIANTS, run_name
 from rt_fusion.core.evaluation.truth import load_truth
 from rt_fusion.core.scenario.generate import code_digest, generate
 from rt_fusion.core.scenario.sensors import CameraModel
@@ -56,8 +56,8 @@ def overrides(variant: str) -> dict[str, Any]:
         fusion['radar_input'] = False
         fusion['sync']['wait_for'] = ['imu']
         fusion['hearing_model'] = ''
-    elif variant not in ('fused', 'radar_tracks'):  # radar_tracks: a launch argument
-        raise ValueError(f'unknown variant {variant!r} (one of {list(VARIANTS)})')
+    elif variant not in ('fused', 'radar_tracks', *RIG_ABLATIONS):  # see run_params
+        raise ValueError(f'unknown variant {variant!r} (one of {[*VARIANTS, *RIG_ABLATIONS]})')
     return {'fusion': fusion, 'planner': {'clock': 'stamps'}}
 
 
@@ -79,6 +79,8 @@ def run_params(config: Path, variant: str, out: Path) -> Path:
     for node, values in overrides(variant).items():
         section = base.get(node, {}).get('ros__parameters', {})
         merged[node] = {'ros__parameters': _merge(section, values)}
+    if variant in RIG_ABLATIONS:  # a rig camera left out: not fused, so not replayed either
+        _without_camera(merged['fusion']['ros__parameters'], variant.removeprefix('no_'))
     path = out / 'params.yaml'
     path.write_text(yaml.safe_dump(merged, sort_keys=True))
     return path
@@ -107,6 +109,22 @@ def config_for(config: Path, out: Path, zoom: float | None = None, cameras: int 
     )
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     return path
+
+
+def _without_camera(fusion: dict[str, Any], name: str) -> None:
+    """The fusion's parameters without the rig camera ``name`` (its mounting too).
+
+    Raises:
+        GraphRunError: the graph has no such camera (``--cameras 4`` makes the rig).
+    """
+    cameras = list(fusion.get('cameras', []))
+    if name not in cameras:
+        raise GraphRunError(f'no_{name}: the graph has no camera {name!r} (--cameras 4)')
+    k = cameras.index(name)
+    fusion['cameras'] = cameras[:k] + cameras[k + 1 :]
+    mounts = fusion.get('fusion', {})
+    for key in ('extra_camera_x', 'extra_camera_y', 'extra_camera_height', 'extra_camera_yaw'):
+        mounts[key] = [v for i, v in enumerate(mounts[key]) if i != k]
 
 
 def bag_counts(bag: Path) -> dict[str, int]:
