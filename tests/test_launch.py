@@ -254,8 +254,10 @@ def test_ros2_launch_replays_a_generated_bag_into_objects_and_trajectories(
         '/fusion/out/detections', 'vision_msgs/msg/Detection3DArray', '--count', '10',
         '--timeout', '180',
     )  # fmt: skip
+    # (20: the lists before the first track is confirmed carry no marker; with the network
+    # beside the fusion the camera's first detections come an inference later)
     markers = procs.echo(
-        '/fusion/out/markers', 'visualization_msgs/msg/MarkerArray', '--count', '5',
+        '/fusion/out/markers', 'visualization_msgs/msg/MarkerArray', '--count', '20',
         '--timeout', '180',
     )  # fmt: skip
     plan_markers = procs.echo(
@@ -383,7 +385,7 @@ def test_two_namespaced_replays_share_a_machine_each_fusing_its_own_bag(
             f'/{car}/fusion/out/objects',
             'rt_fusion_msgs/msg/ObjectArray',
             '--count',
-            '25',
+            '40',
             '--timeout',
             '240',
         )
@@ -412,13 +414,15 @@ def test_two_namespaced_replays_share_a_machine_each_fusing_its_own_bag(
     right: dict[str, float] = {}
     for car, echo in echoes.items():
         lists, got = echo.messages(deadline_s=300)
-        assert got['received'] >= 25, launches[car].tail()
+        assert got['received'] >= 40, launches[car].tail()
         # The share of object lists with a vehicle right of the ego lane (a parked car; the
-        # roadside posts both scenarios have are static objects).
+        # roadside posts both scenarios have are static objects), after the first 10 (tracks
+        # are confirmed after their first hits; the camera's come an inference later).
+        settled = lists[10:]
         right[car] = sum(
             any(o['position']['y'] < -2.5 and o['object_class'] in (1, 2) for o in m['objects'])
-            for m in lists
-        ) / len(lists)
+            for m in settled
+        ) / len(settled)
         if car == 'car2':  # both graphs run now: their topics and rings, while they exist
             listed = subprocess.run(
                 [str(ros2), 'topic', 'list', '--no-daemon', '--spin-time', '5'],
