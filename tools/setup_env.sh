@@ -181,9 +181,10 @@ say "installing pinned requirements into $(basename "$VENV") (first time: about 
 constraints=()
 if [[ -f $LOCK ]]; then constraints=(-c "$LOCK"); else say "no $LOCK yet: unconstrained (make lock writes it)"; fi
 pip_install -r requirements.txt -r "requirements-ros-$DISTRO.txt" "${constraints[@]}"
-python -m pip check >/dev/null 2>&1 || say "warning: pip check reports conflicts in $(basename "$VENV")"
-# (after the check: these lack, on purpose, dependencies they declare; the file says why)
-pip_install --no-deps -r requirements-nodeps.txt
+pip_install --no-deps -r requirements-nodeps.txt  # (they lack, on purpose, dependencies they declare)
+nodeps=$(sed -n 's/^\([A-Za-z0-9_.-]*\)==.*/\1/p' requirements-nodeps.txt | paste -sd'|')
+conflicts=$(python -m pip check 2>&1 | grep -viE "^($nodeps) |no broken requirements" || true)
+[[ -z $conflicts ]] || say "warning: pip check reports conflicts in $(basename "$VENV"): $conflicts"
 
 # --- 3. rt_fusion_msgs (cmake recipe of ROS2_WHEELS.md) ---------------------------------------
 # The wheels' exported CMake files carry the build container's Python paths; point them here.
