@@ -207,8 +207,7 @@ def run_job(
     sensors = runs.SENSORS.get(variant, runs.SENSORS['fused'])
     params = ev.EvalParams(gate_m=args.gate)
     metrics, timing, frames = runs.score(rec, truth, frames_in, params, sensors)
-    if frames:  # HOTA, CLEAR MOT, IDF1, AMOTA by TrackEval; by range and class
-        metrics['field'] = runs.rounded(field_metrics.field_metrics(frames, params))
+    field_metrics.add_to(metrics, frames, truth, variant, params)  # HOTA, CLEAR MOT, … (TrackEval)
     runs.write_run(out, rec, metrics, timing)
     if frames:
         plots.plot(frames, metrics, f'{name} {variant}', out / 'run.png')

@@ -41,6 +41,7 @@ from rt_fusion.core.evaluation.metrics import (
     _in_region,
     match,
 )
+from rt_fusion.core.evaluation.runs import every_sensor, rounded
 
 SWEEP_POINTS = 25  # existence thresholds tried by the AMOTA sweep
 RECALL_LEVELS = tuple(round(0.1 * k, 1) for k in range(1, 11))
@@ -257,3 +258,21 @@ def field_metrics(
         by_class[name] = {k: sub[k] for k in ('hota', 'deta', 'assa', 'mota', 'gt')}
     out['by_class'] = by_class
     return out
+
+
+def add_to(
+    metrics: dict[str, Any],
+    frames: Sequence[Frame],
+    truth: dict[str, Any] | None,
+    variant: str,
+    params: EvalParams,
+) -> None:
+    """A scored run's ``field`` (:func:`field_metrics` on its frames, the objects its variant's
+    sensors see) and, for an ablation, ``field_any`` (on the objects every sensor sees: the
+    fused run's, so that the two compare); nothing without frames."""
+    if not frames:
+        return
+    metrics['field'] = rounded(field_metrics(frames, params))
+    if variant != 'fused' and truth is not None:
+        any_view = every_sensor(truth, list(frames))
+        metrics['field_any'] = rounded(field_metrics(any_view, params))

@@ -149,3 +149,37 @@ def test_trackeval_s_clear_mot_agrees_with_ours_on_a_random_sequence() -> None:
     assert (theirs['tp'], theirs['fp'], theirs['fn']) == (ours['tp'], ours['fp'], ours['fn'])
     assert theirs['id_switches'] == ours['id_switches'] > 0
     assert theirs['mota'] == pytest.approx(ours['mota'])
+
+
+def test_an_ablation_is_also_scored_on_every_sensor_s_objects() -> None:
+    """``add_to``: a camera-only run's ``field`` on the objects the camera sees, its
+    ``field_any`` on every sensor's (the fused run's): a car only the radar sees, missed,
+    lowers the second only; the fused run gets no ``field_any``."""
+
+    def obj(oid: int, x: float, camera: bool) -> dict:  # type: ignore[type-arg]
+        return {
+            'id': oid, 'ego_x': x, 'ego_y': 0.0, 'vx': 0.0, 'vy': 0.0, 'class': 'car',
+            'visible': {'camera': camera, 'radar': True},
+        }  # fmt: skip
+
+    truth = {
+        'frames': [
+            {
+                'stamp_ns': t,
+                'ego': {'yaw': 0.0},
+                'objects': [obj(1, 20.0, True), obj(2, 40.0, False)],
+            }
+            for t in (1, 2)
+        ]
+    }
+    from rt_fusion.core.evaluation import truth_frames  # noqa: PLC0415
+
+    seen = truth_frames(truth, ('camera',))
+    frames = [Frame(t, seen[t], [OutputObject(1, 20.0, 0.0, cls=CAR)]) for t in (1, 2)]
+    metrics: dict = {}  # type: ignore[type-arg]
+    field.add_to(metrics, frames, truth, 'camera_only', EvalParams())
+    assert metrics['field']['deta'] == pytest.approx(1.0)
+    assert metrics['field_any']['deta'] == pytest.approx(0.5)  # the radar's car, missed
+    fused: dict = {}  # type: ignore[type-arg]
+    field.add_to(fused, frames, truth, 'fused', EvalParams())
+    assert 'field_any' not in fused

@@ -190,6 +190,14 @@ def score(
     return rounded(metrics), timing, frames
 
 
+def every_sensor(truth: dict[str, Any], frames: list[ev.Frame]) -> list[ev.Frame]:
+    """``frames`` (a run's, scored on its variant's sensors) with the truth every sensor sees
+    (a surround rig's cameras too): an ablation judged on the fused run's objects."""
+    rig = tuple(f'camera_{n}' for n in RIG[1 : int(truth.get('cameras', 1))])
+    seen = ev.truth_frames(truth, SENSORS['fused'] + rig)
+    return [ev.Frame(f.stamp_ns, seen[f.stamp_ns], f.outputs) for f in frames]
+
+
 def score_restamped(
     truth: dict[str, Any], fused: list[dict[str, Any]], params: ev.EvalParams | None = None
 ) -> dict[str, Any] | None:
