@@ -226,8 +226,9 @@ def field_metrics(
     class (``by_class``: the classes some truth object has; outputs of that class only)."""
     p = params or EvalParams()
     p.validate()
-    out = clear_hota(scored(frames, p, visible_only), p.gate_m)
-    out.update(amota(scored(frames, p, visible_only), p.gate_m))
+    run = scored(frames, p, visible_only)
+    out = clear_hota(run, p.gate_m)
+    out.update(amota(run, p.gate_m))
     edges = p.range_bins_m
     by_range: dict[str, Any] = {}
     for lo, hi in itertools.pairwise(edges):

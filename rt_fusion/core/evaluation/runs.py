@@ -130,7 +130,7 @@ def score(
     the objects each camera sees (``front``, then the rig's others)."""
     rig = RIG[1 : int(truth.get('cameras', 1))] if truth is not None else ()
     if 'camera' in sensors:
-        sensors = (*sensors, *(f'camera_{name}' for name in rig))
+        sensors = (*sensors, *rig_sensors(truth))
     fused_stamps = [o['stamp_ns'] for o in rec['objects']]
     metrics: dict[str, Any] = {
         'frames': frames_in,
@@ -157,7 +157,7 @@ def score(
     by_stamp = {o['stamp_ns']: o for o in rec['objects']}
     ablation = tuple(sensors) != SENSORS['fused']
     any_sensor: list[ev.Frame] = []
-    everything = ev.truth_frames(truth, SENSORS['fused'] + tuple(f'camera_{n}' for n in rig))
+    everything = ev.truth_frames(truth, SENSORS['fused'] + rig_sensors(truth))
     everything = everything if ablation else {}
     for stamp, objs in sorted(ev.truth_frames(truth, sensors).items()):
         got = by_stamp.get(stamp)
@@ -190,11 +190,17 @@ def score(
     return rounded(metrics), timing, frames
 
 
+def rig_sensors(truth: dict[str, Any] | None) -> tuple[str, ...]:
+    """The truth's names of a surround rig's other cameras (``camera_<name>``; none: one)."""
+    if truth is None:
+        return ()
+    return tuple(f'camera_{n}' for n in RIG[1 : int(truth.get('cameras', 1))])
+
+
 def every_sensor(truth: dict[str, Any], frames: list[ev.Frame]) -> list[ev.Frame]:
     """``frames`` (a run's, scored on its variant's sensors) with the truth every sensor sees
     (a surround rig's cameras too): an ablation judged on the fused run's objects."""
-    rig = tuple(f'camera_{n}' for n in RIG[1 : int(truth.get('cameras', 1))])
-    seen = ev.truth_frames(truth, SENSORS['fused'] + rig)
+    seen = ev.truth_frames(truth, SENSORS['fused'] + rig_sensors(truth))
     return [ev.Frame(f.stamp_ns, seen[f.stamp_ns], f.outputs) for f in frames]
 
 

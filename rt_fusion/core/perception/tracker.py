@@ -662,13 +662,11 @@ class Tracker:
         return snap
 
     def restore(self, snap: dict[str, Any]) -> None:
-        """The state of :meth:`snapshot` (the snapshot stays usable: copied again)."""
+        """The state of :meth:`snapshot`, which it takes over (restore a snapshot once)."""
         for name in self._SCALARS:
             setattr(self, name, snap[name])
-        f, i, c = snap['blocks']
-        self._bind(f.copy(), i.copy(), c.copy())
-        lost_f, lost_i, lost_at = snap['lost']
-        self._lost_f, self._lost_i, self._lost_at = lost_f.copy(), lost_i.copy(), lost_at.copy()
+        self._bind(*snap['blocks'])
+        self._lost_f, self._lost_i, self._lost_at = snap['lost']
 
     def coast(self) -> None:
         """A scan that could not be used (the radar is missing): every track misses."""

@@ -161,6 +161,15 @@ class FrameWorker:
                 self.log.warning(f'zoom {self.params.zoom:g}: {self._zoom_note}')
         return out
 
+    def _infer_counted(self, frame: Any) -> Any:
+        """:meth:`_infer`, a failure counted and logged (None: no output)."""
+        try:
+            return self._infer(frame)
+        except (ModelError, RuntimeError) as err:
+            self.inference_errors += 1
+            self.log.error(f'inference failed: {err}', throttle_duration_sec=5.0)
+            return None
+
     def _skip(self, aligned: AlignedFrame, camera: bool, behind: bool) -> bool:
         """Whether the network skips this frame (no camera, its period, or newer waiting)."""
         period_ns = round(self.params.infer_period_s * 1e9)
@@ -188,11 +197,7 @@ class FrameWorker:
         cameras' frames of its time, the views decoded."""
         t0 = time.perf_counter_ns()
         try:
-            out = self._infer(aligned.frame)
-        except (ModelError, RuntimeError) as err:
-            self.inference_errors += 1
-            self.log.error(f'inference failed: {err}', throttle_duration_sec=5.0)
-            out = None
+            out = self._infer_counted(aligned.frame)
         finally:
             _release(aligned)
         decoder = self.engine.decoder
@@ -259,11 +264,7 @@ class FrameWorker:
                 out = None
             else:
                 self._last_infer_ns = aligned.stamp_ns
-                out = self._infer(aligned.frame)
-        except (ModelError, RuntimeError) as err:
-            self.inference_errors += 1
-            self.log.error(f'inference failed: {err}', throttle_duration_sec=5.0)
-            out = None
+                out = self._infer_counted(aligned.frame)
         finally:
             _release(aligned)
         torn = out is False

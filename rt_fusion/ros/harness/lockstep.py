@@ -30,6 +30,7 @@ from rt_fusion.core.scenario.sensors import CameraModel
 from rt_fusion.ros import graph
 from rt_fusion.ros.harness import launching
 from rt_fusion.ros.harness.recorder import Recorder
+from rt_fusion.ros.harness.scenarios import with_rig
 
 START_TOPIC = graph.start_topic('evaluate')
 
@@ -92,15 +93,11 @@ def config_for(config: Path, out: Path, zoom: float | None = None, cameras: int 
     results."""
     if zoom is None and cameras == 1:
         return config
-    from rt_fusion.core.scenario.sensors import RIG, mount_params  # noqa: PLC0415
-
     doc = yaml.safe_load(config.read_text())
     fusion = doc['fusion']['ros__parameters']
     if zoom is not None:
         fusion['zoom'] = zoom
-    if cameras > 1:
-        fusion['cameras'] = list(RIG[1:cameras])
-        fusion['fusion'] = {**fusion.get('fusion', {}), **mount_params(RIG[1:cameras])}
+    with_rig(fusion, cameras)
     out.mkdir(parents=True, exist_ok=True)
     path = (
         out / f'config_zoom{zoom:g}_cameras{cameras}.yaml'

@@ -79,6 +79,17 @@ def fifo_planner() -> bool:
     return os.geteuid() == 0 and (os.cpu_count() or 1) > 2
 
 
+def with_rig(fusion: dict[str, Any], cameras: int) -> None:
+    """The fusion's parameters (a parameter file's section) with the scenario's surround rig
+    when ``cameras`` > 1: its other cameras and their mountings (``sensors.MOUNTS``)."""
+    if cameras > 1:
+        from rt_fusion.core.scenario.sensors import RIG, mount_params  # noqa: PLC0415
+
+        extra = RIG[1:cameras]
+        fusion['cameras'] = list(extra)
+        fusion['fusion'] = {**fusion.get('fusion', {}), **mount_params(extra)}
+
+
 def graph_params(
     config: Path,
     path: Path,
@@ -109,12 +120,7 @@ def graph_params(
     fusion.update(backend=backend, device=device, infer_period_s=infer_period_s, **(more or {}))
     if infer_period_s > 0.0:
         fusion['mirror'] = False
-    if cameras > 1:
-        from rt_fusion.core.scenario.sensors import RIG, mount_params  # noqa: PLC0415
-
-        extra = RIG[1:cameras]
-        fusion['cameras'] = list(extra)
-        fusion['fusion'] = {**fusion.get('fusion', {}), **mount_params(extra)}
+    with_rig(fusion, cameras)
     planner = dict(sections['planner'])
     if fifo_planner():
         planner['rt'] = {**planner.get('rt', {}), 'rt_priority': 50}
